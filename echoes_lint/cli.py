@@ -1,0 +1,83 @@
+"""`echoes-lint`: protocol commands go to the engine, tool commands to their own modules.
+
+Each tool command lives in one module with `main(argv) -> int`, imported only when used so that
+`echoes-lint status` pays for nothing but the engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Callable, Optional
+
+from echoes_lint import engine
+
+# command -> "module:function"; every function takes the argv after the command name.
+TOOL_COMMANDS: dict[str, str] = {
+    "check": "echoes_lint.check:main",
+    "rule": "echoes_lint.check:rule_main",
+    "ci": "echoes_lint.ci:main",
+    "resolve": "echoes_lint.merge.resolve:main",
+    "merge-driver": "echoes_lint.merge.driver:main",
+    "install-merge-driver": "echoes_lint.merge.install:install_main",
+    "uninstall-merge-driver": "echoes_lint.merge.install:uninstall_main",
+    "install-git-hooks": "echoes_lint.merge.githooks:main",
+}
+
+_GLOBAL_OPTIONS = ("--workspace", "--agent", "--adapter-version")
+
+USAGE = f"""\
+usage: echoes-lint [--workspace DIR] [--agent NAME] [--adapter-version X.Y.Z] COMMAND [ARGS]
+
+Protocol {engine.PROTOCOL_VERSION} commands (engine {engine.ENGINE_VERSION}):
+  {", ".join(engine.COMMANDS)}
+
+Tool commands:
+  {", ".join(TOOL_COMMANDS)}
+
+Run `echoes-lint COMMAND --help` for a command's options.
+"""
+
+
+def _split(argv: list[str]) -> tuple[list[str], Optional[str], list[str]]:
+    """Split argv into leading global options, the command name, and the rest."""
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in _GLOBAL_OPTIONS:
+            index += 2
+        elif arg.split("=", 1)[0] in _GLOBAL_OPTIONS:
+            index += 1
+        else:
+            return argv[:index], arg, argv[index + 1 :]
+    return argv, None, []
+
+
+def _load(target: str) -> Callable[[list[str]], int]:
+    module_name, function_name = target.split(":")
+    function: Callable[[list[str]], int] = getattr(
+        importlib.import_module(module_name), function_name
+    )
+    return function
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    leading, command, rest = _split(args)
+    if command in ("-h", "--help", None):
+        sys.stdout.write(USAGE)
+        return 0 if command else 2
+    if command == "--version":
+        sys.stdout.write(f"echoes-lint engine {engine.ENGINE_VERSION} "
+                         f"(protocol {engine.PROTOCOL_VERSION})\n")
+        return 0
+    if command in TOOL_COMMANDS:
+        # Tool commands take the workspace as their own option; the agent options mean nothing there.
+        workspace: list[str] = []
+        for position, arg in enumerate(leading):
+            if arg == "--workspace":
+                workspace = ["--workspace", leading[position + 1]]
+            elif arg.startswith("--workspace="):
+                workspace = [arg]
+        return _load(TOOL_COMMANDS[command])(workspace + rest)
+    return engine.main(args)

@@ -1,0 +1,227 @@
+"""Findings and rule metadata shared by the linter, its reporters, the hooks and the Action.
+
+A finding is plain data: rules produce them, reporters render them. Rule metadata lives here once
+so that `echoes-lint rule`, SARIF rule descriptors and the docs agree.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Optional
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; `error` fails a check by default, `warning` only with --fail-on."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+    @property
+    def rank(self) -> int:
+        return 2 if self is Severity.ERROR else 1
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one place. `path` is workspace-relative and POSIX; line and col are 1-based."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    severity: Severity
+    fix: Optional[str] = None
+    """An exact command or edit that fixes the finding, when one exists."""
+
+    @property
+    def name(self) -> str:
+        return RULES[self.code].name
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.line, self.col, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    explanation: str
+
+
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip())
+
+
+_E = Severity.ERROR
+_W = Severity.WARNING
+
+RULES: dict[str, Rule] = {
+    rule.code: rule
+    for rule in (
+        _rule(
+            "EV001", "conflict-marker", _E,
+            "Unresolved Git conflict block in a vault Markdown file.",
+            """
+A `<<<<<<<`, `|||||||`, `=======` or `>>>>>>>` block left behind by a merge, rebase or
+cherry-pick. Protocol engines refuse to write or index a page that contains one.
+
+Fix: reconcile both sides, delete every marker line, keep valid frontmatter, then run
+`echoes-lint resolve --check`.
+""",
+        ),
+        _rule(
+            "EV002", "bare-separator-line", _E,
+            "A line that is exactly `=======` outside any conflict block.",
+            """
+In Markdown this is usually a setext heading underline, but every Protocol 1.0.0 engine treats
+a bare `=======` line as a conflict marker and refuses the page.
+
+Fix: use an ATX heading (`# Title`) or an underline of a different length (`========`).
+""",
+        ),
+        _rule(
+            "EV010", "frontmatter-missing", _E,
+            "A page does not begin with a `---` frontmatter block.",
+            """
+Every knowledge page must begin (after leading blank lines) with a `---` line opening the
+frontmatter block that holds `type`, `stack`, `status` and `summary`.
+""",
+        ),
+        _rule(
+            "EV011", "frontmatter-unclosed", _E,
+            "The frontmatter block has no closing `---` line.",
+            "Add a line that is exactly `---` after the last frontmatter key.",
+        ),
+        _rule(
+            "EV012", "frontmatter-empty", _E,
+            "The frontmatter block holds no keys.",
+            "Add the required keys `type`, `stack`, `status` and `summary`.",
+        ),
+        _rule(
+            "EV013", "frontmatter-key-syntax", _E,
+            "A frontmatter line is not `key: value` with a key matching `[A-Za-z][A-Za-z0-9_-]*`.",
+            """
+Protocol 1.0.0 uses a restricted frontmatter syntax: top-level keys start with a letter, then
+letters, digits, `_` or `-`, followed by `:`. Continuation lines must be indented.
+""",
+        ),
+        _rule(
+            "EV014", "frontmatter-duplicate-key", _E,
+            "A frontmatter key appears twice.",
+            "Duplicate top-level keys are invalid. Keep one and delete the other.",
+        ),
+        _rule(
+            "EV015", "frontmatter-missing-key", _E,
+            "A required frontmatter key is missing.",
+            "Pages must define `type`, `stack`, `status` and `summary`.",
+        ),
+        _rule(
+            "EV016", "frontmatter-empty-value", _E,
+            "A required key has an empty, block or non-scalar value.",
+            """
+`type`, `status` and `summary` need a non-empty inline scalar on the key's own line; `stack`
+needs an inline value such as `[]` or `[python]`, or an indented value on the following lines.
+""",
+        ),
+        _rule(
+            "EV017", "frontmatter-quoting", _E,
+            "A quoted frontmatter value is not valid.",
+            """
+Values may be plain, single-quoted (`'it''s'`) or JSON-compatible double-quoted
+(`"a \\"quoted\\" word"`). An unterminated quote or an invalid escape is an error.
+""",
+        ),
+        _rule(
+            "EV018", "summary-invalid", _E,
+            "`summary` is longer than 160 characters or spans several lines.",
+            """
+The summary is the only text the generated index uses: it must fit on one physical line and
+hold at most 160 Unicode characters after whitespace runs are collapsed.
+""",
+        ),
+        _rule(
+            "EV019", "invalid-text", _E,
+            "A vault Markdown file is not valid UTF-8 text.",
+            "Re-save the file as UTF-8. Binary content (NUL bytes) belongs in `assets/`.",
+        ),
+        _rule(
+            "EV020", "tracked-generated-index", _E,
+            "`EchoesVault/index.md` is tracked or staged.",
+            """
+The index is generated locally from page frontmatter and must never be committed: two
+branches would conflict on it constantly.
+
+Fix: `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is already ignored).
+""",
+        ),
+        _rule(
+            "EV021", "tracked-local-state", _E,
+            "A machine-local state or lock file is tracked or staged.",
+            """
+`.echoes-vault/state.json`, `.echoes-vault/lock`, `.opencode/echoes-state.json` and
+`.codex/echoes-vault-state.json` are local bookkeeping, not knowledge.
+
+Fix: `git rm --cached -- <path>`.
+""",
+        ),
+        _rule(
+            "EV022", "untracked-durable-file", _W,
+            "A page, daily entry, asset or raw file is untracked or ignored by Git.",
+            """
+Durable knowledge only reaches the team when it is committed.
+
+Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it.
+""",
+        ),
+        _rule(
+            "EV030", "case-collision", _E,
+            "Two vault paths are equal after Unicode NFC normalisation and case folding.",
+            """
+`Alpha.md` and `alpha.md`, `Straße.md` and `STRASSE.md`, or a composed and a decomposed `é`
+are one file on macOS and Windows. Rename or merge one of them.
+""",
+        ),
+        _rule(
+            "EV031", "unsafe-page-name", _E,
+            "A page name is hidden, nested, not `.md`, or breaks on Windows.",
+            """
+Knowledge pages are regular `.md` files directly inside `EchoesVault/pages/`, with no leading
+`.`. Names that Windows cannot check out (reserved names such as `CON`, a trailing dot or space,
+or one of `<>:"|?*`) are reported as warnings.
+""",
+        ),
+        _rule(
+            "EV040", "symlink-in-vault", _E,
+            "A symbolic link inside the vault.",
+            "Engines refuse to read or write through links. Replace the link with a regular file.",
+        ),
+        _rule(
+            "EV041", "unsupported-marker", _E,
+            "`EchoesVault/.echoes-vault.json` is missing, invalid or of another protocol.",
+            """
+Writers read the marker before every mutation and stop unless it declares protocol 1.0.0.
+
+Fix: run `echoes-lint init` (or restore the committed marker).
+""",
+        ),
+        _rule(
+            "EV050", "broken-wikilink", _W,
+            "A `[[page]]` or `![[asset]]` link points at nothing.",
+            """
+Links inside code fences and inline code are ignored. Fix the link target or create the page.
+""",
+        ),
+        _rule(
+            "EV060", "shared-daily-file", _E,
+            "A date-level `daily/YYYY-MM-DD.md` file (the legacy shared log).",
+            """
+Protocol 1.0.0 writers create one unique file per entry under `daily/YYYY-MM-DD/`. A shared
+date-level file conflicts whenever two branches write on the same day.
+""",
+        ),
+    )
+}
