@@ -15,20 +15,16 @@ functions come first; file and process I/O sit at the edges.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime as _dt
 import hashlib
 import json
 import os
 import re
-import secrets
 import shlex
 import stat
 import subprocess
 import sys
-import tempfile
-import time
 import unicodedata
 from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -405,11 +401,11 @@ def parse_frontmatter(text: str) -> PageMeta:
     lines = text.split("\n")
     open_index = next((i for i, line in enumerate(lines) if line.strip()), None)
     if open_index is None or lines[open_index].strip() != "---":
-        line = 1 if open_index is None else open_index + 1
+        first = 1 if open_index is None else open_index + 1
         hint = ("the file starts with a UTF-8 byte-order mark, which engines do not skip"
                 if text.startswith("\ufeff") else "the first line must be `---`")
         return PageMeta({}, (Problem("frontmatter-missing",
-                                     f"page has no frontmatter block ({hint})", line, 1),), line, None)
+                                     f"page has no frontmatter block ({hint})", first, 1),), first, None)
     open_line = open_index + 1
     close_index = next(
         (i for i in range(open_index + 1, len(lines)) if lines[i].rstrip() == "---"), None
@@ -950,8 +946,8 @@ def read_document(workspace: Path, relative: str, page: bool) -> Document:
     try:
         data = read_bytes(workspace / relative)
     except OSError as exc:
-        problem = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
-        return Document(relative, None, problem, [])
+        unreadable = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
+        return Document(relative, None, unreadable, [])
     text, problem = decode_text(data)
     if text is None:
         return Document(relative, None, problem, [])
@@ -1216,7 +1212,7 @@ def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     rows = parse_index_rows(scan.index_text) if scan.index_text is not None else []
     slugs = [slug for slug, _description in rows]
     page_slugs = {page_stem(document.name) for document in scan.pages}
-    seen: set = set()
+    seen: set[str] = set()
     duplicates = []
     for slug in slugs:
         if slug in seen and slug not in duplicates:
@@ -1595,7 +1591,7 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
     except KeyboardInterrupt:
         _emit(stderr, json.dumps({"ok": False, "error": "Interrupted."}) + "\n")
         return 2
-    except Exception as exc:  # noqa: BLE001 - a protocol error line, never a traceback
+    except Exception as exc:
         message = f"Internal error ({type(exc).__name__}): {exc}"
         _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
         return 2

@@ -1,0 +1,74 @@
+"""The input every reporter takes, and the text the human-readable formats share."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from echoes_lint.findings import RULES, Finding, Severity
+
+
+@dataclass(frozen=True)
+class ReportInput:
+    """Everything a reporter may show. Reporters only format: they never read files or sort.
+
+    `color` and `statistics` only affect the human formats (`concise`, `full`).
+    """
+
+    findings: Sequence[Finding]
+    """Already sorted by the caller (normally by `Finding.sort_key`)."""
+    tool_version: str
+    sources: Mapping[str, list[str]] = field(default_factory=dict)
+    """Workspace-relative path -> the file's lines without newlines; `full` quotes from them."""
+    color: bool = False
+    statistics: bool = False
+    workspace_uri: str | None = None
+    """`file://` URI of the workspace root, for SARIF `originalUriBaseIds`."""
+
+
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_SEVERITY_COLOR = {Severity.ERROR: "\x1b[31m", Severity.WARNING: "\x1b[33m"}
+
+
+def bold(text: str, color: bool) -> str:
+    return f"{_BOLD}{text}{_RESET}" if color else text
+
+
+def paint(text: str, severity: Severity, color: bool) -> str:
+    """Red for errors, yellow for warnings."""
+    return f"{_SEVERITY_COLOR[severity]}{text}{_RESET}" if color else text
+
+
+def location(finding: Finding, color: bool) -> str:
+    return f"{bold(finding.path, color)}:{finding.line}:{finding.col}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def summary_line(findings: Sequence[Finding]) -> str:
+    """`Found 3 errors and 1 warning.`, or `All checks passed!` when there is nothing."""
+    errors = sum(1 for finding in findings if finding.severity is Severity.ERROR)
+    warnings = len(findings) - errors
+    parts = [_plural(count, noun) for count, noun in ((errors, "error"), (warnings, "warning"))
+             if count]
+    if not parts:
+        return "All checks passed!"
+    return f"Found {' and '.join(parts)}."
+
+
+def statistics_table(findings: Sequence[Finding]) -> str:
+    """One `  COUNT  CODE  name` row per code, most frequent first, then by code."""
+    counts = Counter(finding.code for finding in findings)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    width = len(str(rows[0][1])) if rows else 1
+    return "".join(f"  {count:>{width}}  {code}  {RULES[code].name}\n" for code, count in rows)
+
+
+def with_summary(body: str, findings: Sequence[Finding]) -> str:
+    """Append the summary line, separated from a non-empty body by one blank line."""
+    summary = summary_line(findings) + "\n"
+    return f"{body}\n{summary}" if body else summary

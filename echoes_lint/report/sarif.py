@@ -1,0 +1,71 @@
+"""`sarif`: a SARIF 2.1.0 log for GitHub code scanning and other SARIF viewers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from echoes_lint.findings import RULES, Finding
+from echoes_lint.report._common import ReportInput
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/echoes-lint/echoes-lint"
+SRCROOT = "%SRCROOT%"
+
+# Every rule, sorted by code, so a code's ruleIndex does not depend on what was found.
+_RULE_CODES = sorted(RULES)
+_RULE_INDEX = {code: index for index, code in enumerate(_RULE_CODES)}
+
+
+def _descriptor(code: str) -> dict[str, Any]:
+    rule = RULES[code]
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.explanation},
+        "help": {"text": f"{rule.summary}\n\n{rule.explanation}"},
+        "defaultConfiguration": {"level": rule.severity.value},
+    }
+
+
+def _result(finding: Finding) -> dict[str, Any]:
+    return {
+        "ruleId": finding.code,
+        "ruleIndex": _RULE_INDEX[finding.code],
+        "level": finding.severity.value,
+        "message": {"text": finding.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    # A relative URI reference: spaces, `%` and non-ASCII are percent-encoded
+                    # as UTF-8, `/` is kept.
+                    "artifactLocation": {"uri": quote(finding.path), "uriBaseId": SRCROOT},
+                    "region": {"startLine": finding.line, "startColumn": finding.col},
+                }
+            }
+        ],
+    }
+
+
+def render(report: ReportInput) -> str:
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "echoes-lint",
+                "informationUri": INFORMATION_URI,
+                "version": report.tool_version,
+                "rules": [_descriptor(code) for code in _RULE_CODES],
+            }
+        },
+        # Finding columns count Unicode characters (Python string indices), not UTF-16 units.
+        "columnKind": "unicodeCodePoints",
+    }
+    if report.workspace_uri is not None:
+        # SARIF §3.14.14: a base URI must end with a slash or relative URIs resolve one level up.
+        base = report.workspace_uri.rstrip("/") + "/"
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": base}}
+    run["results"] = [_result(finding) for finding in report.findings]
+    log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
