@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as _dt
+import gc
 import hashlib
 import json
 import os
@@ -25,9 +26,22 @@ import shlex
 import stat
 import subprocess
 import sys
+import threading
 import unicodedata
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import (
+    IO,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Constants (spec sections 5, 6, 10)
@@ -188,12 +202,13 @@ def sha256_text(text: str) -> str:
 # A marker line as protocol engines see it. `|||||||` (diff3 base) is only meaningful inside a
 # block, so it is reported by `conflict_blocks` but does not by itself make a page invalid.
 _MARKER_LINE = re.compile(r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$")
-_MARKER_HINTS = ("<<<<<<<", "=======", ">>>>>>>", "|||||||")
 
 
 def marker_lines(text: str) -> List[Tuple[int, str]]:
     """Every conflict-marker line as (1-based line, marker character: '<', '|', '=' or '>')."""
-    if not any(hint in text for hint in _MARKER_HINTS):
+    # Substring tests first: they are far cheaper than any regex over a whole page.
+    if ("<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text
+            and "|||||||" not in text):
         return []
     found = []
     for number, line in enumerate(text.split("\n"), 1):
@@ -317,11 +332,29 @@ def name_collisions(names: Iterable[str]) -> List[List[str]]:
 # ---------------------------------------------------------------------------------------------
 
 _KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(.*)\Z")
+_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
 
 
-@dataclasses.dataclass(frozen=True)
-class Field:
-    """One top-level frontmatter key: its line, the inline value and any indented continuation."""
+def _closing_line_start(text: str, open_end: int) -> int:
+    """Offset of the first line after `open_end` that is `---` (trailing blanks allowed), or -1.
+
+    Plain `str.find` rather than a multiline regex: this runs on every page of every scan."""
+    position = open_end
+    while position >= 0:
+        position = text.find("\n---", position)
+        if position < 0:
+            break
+        end = text.find("\n", position + 1)
+        if text[position + 1:end if end >= 0 else len(text)].rstrip() == "---":
+            return position + 1
+        position += 1
+    return -1
+
+
+class Field(NamedTuple):
+    """One top-level frontmatter key: its line, the inline value and any indented continuation.
+
+    A NamedTuple, not a frozen dataclass: it is built for every key of every page in a scan."""
 
     key: str
     line: int
@@ -330,7 +363,7 @@ class Field:
     continuation: Tuple[str, ...]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class PageMeta:
     """A parsed page. `problems` is empty exactly when the frontmatter is valid; then `type`,
     `status` (case-folded) and `summary` (whitespace-collapsed) are set."""
@@ -398,61 +431,69 @@ def parse_frontmatter(text: str) -> PageMeta:
     """Parse and validate a page's frontmatter, collecting every problem with its line.
 
     `text` is decoded, newline-normalised page text (see `decode_text`)."""
-    lines = text.split("\n")
-    open_index = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if open_index is None or lines[open_index].strip() != "---":
-        first = 1 if open_index is None else open_index + 1
+    leading = _BLANK_LINES.match(text)
+    blank_end = leading.end() if leading else 0
+    open_index = text.count("\n", 0, blank_end)
+    open_end = text.find("\n", blank_end)
+    opening = text[blank_end:] if open_end < 0 else text[blank_end:open_end]
+    if opening.strip() != "---":
+        first = open_index + 1 if opening.strip() else 1
         hint = ("the file starts with a UTF-8 byte-order mark, which engines do not skip"
                 if text.startswith("\ufeff") else "the first line must be `---`")
         return PageMeta({}, (Problem("frontmatter-missing",
                                      f"page has no frontmatter block ({hint})", first, 1),), first, None)
     open_line = open_index + 1
-    close_index = next(
-        (i for i in range(open_index + 1, len(lines)) if lines[i].rstrip() == "---"), None
-    )
-    if close_index is None:
+    close_start = _closing_line_start(text, open_end)
+    if close_start < 0:
         return PageMeta({}, (Problem("frontmatter-unclosed",
                                      "frontmatter block opened here is never closed by a `---` line",
                                      open_line, 1),), open_line, None)
-    close_line = close_index + 1
+    # Split only up to the closing line: page bodies can be long and are not frontmatter.
+    lines = text[:close_start].split("\n")
+    close_line = len(lines)
     problems: List[Problem] = []
     fields: Dict[str, Field] = {}
-    current: Optional[Tuple[str, int, int, str, List[str]]] = None
-    entries: List[Tuple[str, int, int, str, List[str]]] = []
-    for index in range(open_index + 1, close_index):
-        line = lines[index]
-        number = index + 1
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+    continuations: Dict[str, List[str]] = {}
+    current: Optional[str] = None  # the key that indented lines continue; "" after a duplicate
+    # This loop runs for every line of every page in a scan, so the common `key: value` line
+    # takes the shortest path.
+    for number in range(open_line + 1, close_line):
+        line = lines[number - 1]
+        if not line or line[0] == "#":
             continue
         if line[0] in " \t":
+            stripped = line.strip()
+            if not stripped or stripped[0] == "#":
+                continue
             if current is None:
                 problems.append(Problem("frontmatter-key-syntax",
                                         "indented line does not belong to any key", number, 1))
-            else:
-                current[4].append(stripped)
+            elif current:
+                continuations.setdefault(current, []).append(stripped)
             continue
         match = _KEY_LINE.match(line)
-        if not match:
-            problems.append(Problem(
-                "frontmatter-key-syntax",
-                "expected `key: value` with a key matching [A-Za-z][A-Za-z0-9_-]*"
-                + ("; indent list items under their key" if stripped.startswith("-") else ""),
-                number, 1))
-            current = None
+        if match is None:
+            if line.strip():
+                problems.append(Problem(
+                    "frontmatter-key-syntax",
+                    "expected `key: value` with a key matching [A-Za-z][A-Za-z0-9_-]*"
+                    + ("; indent list items under their key" if line.startswith("-") else ""),
+                    number, 1))
+                current = None
             continue
         key, rest = match.group(1), match.group(2)
-        value_col = len(key) + 2 + (len(rest) - len(rest.lstrip()))
-        current = (key, number, value_col, rest.strip(), [])
-        entries.append(current)
-    for key, number, value_col, raw, continuation in entries:
         if key in fields:
             problems.append(Problem("frontmatter-duplicate-key",
                                     f"duplicate key `{key}` (first defined on line {fields[key].line})",
                                     number, 1, key))
+            current = ""
             continue
-        fields[key] = Field(key, number, value_col, raw, tuple(continuation))
-    if not entries and not problems:
+        raw = rest.strip()
+        fields[key] = Field(key, number, len(key) + 2 + (len(rest) - len(rest.lstrip())), raw, ())
+        current = key
+    for key, extra in continuations.items():
+        fields[key] = fields[key]._replace(continuation=tuple(extra))
+    if not fields and not problems:
         return PageMeta({}, (Problem("frontmatter-empty",
                                      "frontmatter block is empty; add type, stack, status and summary",
                                      open_line, 1),), open_line, close_line)
@@ -474,10 +515,13 @@ def parse_frontmatter(text: str) -> PageMeta:
                                     f"`{key}` needs a non-empty value on the same line",
                                     field.line, field.value_col, key))
             continue
-        value, scalar_problems = decode_scalar(field.raw, key, field.line, field.value_col)
-        problems.extend(scalar_problems)
-        if value is None:
-            continue
+        if field.raw[0] in "\"'[{|>":
+            value, scalar_problems = decode_scalar(field.raw, key, field.line, field.value_col)
+            if value is None:
+                problems.extend(scalar_problems)
+                continue
+        else:
+            value = field.raw
         if field.continuation:
             kind = "summary-invalid" if key == "summary" else "frontmatter-empty-value"
             problems.append(Problem(kind, f"`{key}` must fit on one line",
@@ -494,8 +538,8 @@ def parse_frontmatter(text: str) -> PageMeta:
                                     field.line, field.value_col, key))
             continue
         values[key] = value
-    problems.sort(key=lambda problem: (problem.line, problem.col, problem.kind))
     if problems:
+        problems.sort(key=lambda problem: (problem.line, problem.col, problem.kind))
         return PageMeta(fields, tuple(problems), open_line, close_line)
     return PageMeta(fields, (), open_line, close_line, type=values["type"].strip(),
                     status=values["status"].strip().casefold(),
@@ -929,30 +973,53 @@ class Scan:
         yield from self.other_markdown
 
 
-def read_bytes(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes:
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_bytes(path: "os.PathLike[str] | str", limit: int = MAX_TEXT_BYTES) -> bytes:
     """Read a regular file without following a final symlink; OSError on anything else."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(str(path), flags)
-    with os.fdopen(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    return _read_file(path, limit)[0]
+
+
+def _read_file(path: "os.PathLike[str] | str", limit: int = MAX_TEXT_BYTES,
+               ) -> Tuple[bytes, os.stat_result]:
+    descriptor = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path.name} is not a regular file")
+            raise OSError(f"{os.fspath(path)} is not a regular file")
         if info.st_size > limit:
             raise OSError(f"file is larger than {limit // (1024 * 1024)} MiB")
-        return handle.read(limit + 1)
+        # Ask for exactly the size plus one byte: a buffered read of `limit` bytes would allocate
+        # megabytes per file, which dominates a scan of thousands of small pages.
+        parts = [os.read(descriptor, info.st_size + 1)]
+        total = len(parts[0])
+        while len(parts[-1]) and total > info.st_size and total <= limit:  # it grew meanwhile
+            parts.append(os.read(descriptor, 1 << 16))
+            total += len(parts[-1])
+        if total > limit:
+            raise OSError(f"file is larger than {limit // (1024 * 1024)} MiB")
+        return (b"".join(parts) if len(parts) > 1 else parts[0]), info
+    finally:
+        os.close(descriptor)
 
 
 def read_document(workspace: Path, relative: str, page: bool) -> Document:
+    return _load_document(os.path.join(workspace, relative), relative, page)[0]
+
+
+def _load_document(path: str, relative: str, page: bool,
+                   ) -> Tuple[Document, Optional[os.stat_result]]:
     try:
-        data = read_bytes(workspace / relative)
+        data, info = _read_file(path)
     except OSError as exc:
         unreadable = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
-        return Document(relative, None, unreadable, [])
+        return Document(relative, None, unreadable, []), None
     text, problem = decode_text(data)
     if text is None:
-        return Document(relative, None, problem, [])
+        return Document(relative, None, problem, []), info
     return Document(relative, text, None, marker_lines(text),
-                    parse_frontmatter(text) if page else None)
+                    parse_frontmatter(text) if page else None), info
 
 
 def _read_optional_text(path: Path) -> Tuple[Optional[str], Optional[str], bool]:
@@ -969,9 +1036,33 @@ def _read_optional_text(path: Path) -> Tuple[Optional[str], Optional[str], bool]
     return text, (problem.message if problem else None), True
 
 
+class _PausedGC:
+    """Pause the cyclic garbage collector: a scan allocates tens of thousands of small objects
+    that form no cycles, and the collector's passes over them cost more than the parsing."""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.enabled:
+            gc.enable()
+
+
 def scan_workspace(workspace: Path, *, git: bool = True) -> Scan:
-    """Read the whole vault once, without following symlinks or writing anything."""
+    """Read the whole vault once, without following symlinks or writing anything.
+
+    Git is asked from a second thread while this one reads files: both mostly wait on I/O."""
+    with _PausedGC():
+        return _scan_workspace(workspace, git)
+
+
+def _scan_workspace(workspace: Path, git: bool) -> Scan:
     scan = Scan(workspace)
+    git_facts: List[GitFacts] = []
+    worker = threading.Thread(target=lambda: git_facts.append(collect_git_facts(workspace)))
+    if git:
+        worker.start()
     vault = workspace / VAULT_DIR
     text, error, scan.marker_exists = _read_optional_text(vault / MARKER_FILE)
     if scan.marker_exists:
@@ -1006,39 +1097,50 @@ def scan_workspace(workspace: Path, *, git: bool = True) -> Scan:
         if exists:
             scan.adapter_texts[relative] = None if adapter_error else adapter_text
     if git:
-        scan.git = collect_git_facts(workspace)
+        worker.join()
+        scan.git = git_facts[0]
     return scan
 
 
+# What a vault folder holds decides what the scan does with its files: pages are read and parsed,
+# daily entries and other vault Markdown are read for conflict markers, assets and raw sources are
+# only counted, and folders nested in pages/ are strays that no engine reads.
+_PAGES, _DAILY, _OTHER, _BLOBS, _STRAYS = range(5)
+_TOP_FOLDERS = {"pages": _PAGES, "daily": _DAILY, "assets": _BLOBS, "raw": _BLOBS}
+
+
 def _walk_vault(scan: Scan, vault: Path) -> None:
-    workspace = scan.workspace
-    pending = [(vault, VAULT_DIR)]
+    pending = [(str(vault), VAULT_DIR, _OTHER)]
     while pending:
-        directory, relative_dir = pending.pop()
+        directory, relative_dir, kind = pending.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
             scan.unreadable.append(relative_dir)
             continue
         for entry in entries:
-            relative = f"{relative_dir}/{entry.name}"
+            name = entry.name
+            relative = f"{relative_dir}/{name}"
             try:
                 if entry.is_symlink():
                     scan.symlinks.append(relative)
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    if relative_dir == f"{VAULT_DIR}/pages":
+                    if kind == _PAGES:
                         scan.page_dir_strays.append(relative + "/")
-                    pending.append((Path(entry.path), relative))
+                        child = _STRAYS
+                    elif relative_dir == VAULT_DIR:
+                        child = _TOP_FOLDERS.get(name, _OTHER)
+                    else:
+                        child = kind
+                    pending.append((entry.path, relative, child))
                     continue
-                info = entry.stat(follow_symlinks=False)
             except OSError:
                 scan.unreadable.append(relative)
                 continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            scan.files[relative] = (info.st_size, info.st_mtime)
-            _classify_file(scan, workspace, relative, relative_dir, entry.name)
+            info = _scan_file(scan, entry, relative, kind)
+            if info is not None and stat.S_ISREG(info.st_mode):
+                scan.files[relative] = (info.st_size, info.st_mtime)
     for group in (scan.pages, scan.daily, scan.other_markdown):
         group.sort(key=lambda document: page_sort_key(document.path))
     scan.symlinks.sort()
@@ -1046,38 +1148,32 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
     scan.page_dir_strays.sort()
 
 
-def _classify_file(scan: Scan, workspace: Path, relative: str, relative_dir: str,
-                   name: str) -> None:
-    is_markdown = name.casefold().endswith(".md")
-    if relative_dir == f"{VAULT_DIR}/pages":
-        if name.endswith(".md") and not name.startswith("."):
-            document = read_document(workspace, relative, page=True)
-            scan.pages.append(document)
-            if document.problem and document.problem.kind == "unreadable":
-                scan.unreadable.append(relative)
-            return
+def _scan_file(scan: Scan, entry: "os.DirEntry[str]", relative: str, kind: int,
+               ) -> Optional[os.stat_result]:
+    """Read one vault file if its folder calls for it; returns its stat (None if unreadable)."""
+    name = entry.name
+    markdown = name[-3:].casefold() == ".md"
+    page = kind == _PAGES and name.endswith(".md") and not name.startswith(".")
+    if kind == _PAGES and not page:
         scan.page_dir_strays.append(relative)
-        if not is_markdown:
-            return
-    if not is_markdown:
-        return
-    if relative == f"{VAULT_DIR}/{INDEX_FILE}":
-        text, _error, _exists = _read_optional_text(workspace / relative)
-        scan.index_text = text
-        scan.other_markdown.append(Document(relative, text, None, marker_lines(text or "")))
-        return
-    document = read_document(workspace, relative, page=False)
-    if document.problem and document.problem.kind == "unreadable":
+    if not markdown or (not page and kind in (_PAGES, _BLOBS, _STRAYS)):
+        try:
+            return entry.stat(follow_symlinks=False)
+        except OSError:
+            scan.unreadable.append(relative)
+            return None
+    document, info = _load_document(entry.path, relative, page)
+    if document.problem is not None and document.problem.kind == "unreadable":
         scan.unreadable.append(relative)
-    if relative.startswith(f"{VAULT_DIR}/daily/"):
+    if page:
+        scan.pages.append(document)
+    elif kind == _DAILY:
         scan.daily.append(document)
-    elif relative_dir.startswith(f"{VAULT_DIR}/pages/") or relative_dir in (
-            f"{VAULT_DIR}/assets", f"{VAULT_DIR}/raw") or relative_dir.startswith(
-            (f"{VAULT_DIR}/assets/", f"{VAULT_DIR}/raw/")):
-        # Markdown kept as an asset, a raw source or a stray nested page: not project memory.
-        return
     else:
+        if relative == f"{VAULT_DIR}/{INDEX_FILE}":
+            scan.index_text = document.text
         scan.other_markdown.append(document)
+    return info
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -1205,6 +1301,11 @@ def index_inspection(scan: Scan) -> Tuple[Dict[str, Any], Optional[str], Optiona
 
 def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(health, indexRefresh) for a scan, exactly as `inspect` reports them."""
+    with _PausedGC():
+        return _collect_health(scan)
+
+
+def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     refresh, rendered, build_error = index_inspection(scan)
     runtime = runtime_health(scan.runtime_source, scan.runtime_problem)
     state = state_health(scan.state_raw, scan.state_error, scan.state_exists)
