@@ -976,12 +976,12 @@ class Scan:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
 
 
-def read_bytes(path: "os.PathLike[str] | str", limit: int = MAX_TEXT_BYTES) -> bytes:
+def read_bytes(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES) -> bytes:
     """Read a regular file without following a final symlink; OSError on anything else."""
     return _read_file(path, limit)[0]
 
 
-def _read_file(path: "os.PathLike[str] | str", limit: int = MAX_TEXT_BYTES,
+def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES,
                ) -> Tuple[bytes, os.stat_result]:
     descriptor = os.open(path, _READ_FLAGS)
     try:
@@ -1148,7 +1148,7 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
     scan.page_dir_strays.sort()
 
 
-def _scan_file(scan: Scan, entry: "os.DirEntry[str]", relative: str, kind: int,
+def _scan_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: int,
                ) -> Optional[os.stat_result]:
     """Read one vault file if its folder calls for it; returns its stat (None if unreadable)."""
     name = entry.name
