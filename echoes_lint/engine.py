@@ -15,18 +15,23 @@ functions come first; file and process I/O sit at the edges.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as _dt
+import errno
 import gc
 import hashlib
 import json
 import os
 import re
+import secrets
 import shlex
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
 import unicodedata
 from pathlib import Path
 from typing import (
@@ -63,6 +68,8 @@ PROTOCOL_FILE = "AGENT_PROTOCOL.md"
 INDEX_FILE = "index.md"
 STATE_PATH = f"{RUNTIME_DIR}/state.json"
 LOCK_PATH = f"{RUNTIME_DIR}/lock"
+# Records a multi-file change set while it is written (see "Change sets and the intent file").
+INTENT_PATH = f"{RUNTIME_DIR}/intent.json"
 OPENCODE_STATE_PATH = ".opencode/echoes-state.json"
 CODEX_STATE_PATH = ".codex/echoes-vault-state.json"
 # Workspace-relative files that must never be committed (spec section 14).
@@ -70,6 +77,7 @@ LOCAL_ONLY_PATHS = (
     f"{VAULT_DIR}/{INDEX_FILE}",
     STATE_PATH,
     LOCK_PATH,
+    INTENT_PATH,
     OPENCODE_STATE_PATH,
     CODEX_STATE_PATH,
 )
@@ -97,7 +105,7 @@ MARKER_VALUE: Dict[str, Any] = {
 }
 
 VAULT_GITIGNORE_RULES = ("# Generated locally by EchoesVault", "/index.md")
-RUNTIME_GITIGNORE_RULES = ("# EchoesVault runtime files", "/state.json", "/lock")
+RUNTIME_GITIGNORE_RULES = ("# EchoesVault runtime files", "/state.json", "/lock", "/intent.json")
 
 GUIDE_START = "<!-- echoes-vault:start -->"
 GUIDE_END = "<!-- echoes-vault:end -->"
@@ -1503,6 +1511,8 @@ class Context:
         self.agent = agent
         self.adapter_version = adapter_version
         self.stdin = stdin
+        # What a writing command's roll-forward of an interrupted change set did, if anything.
+        self.recovered: Optional[Dict[str, Any]] = None
 
     @property
     def vault(self) -> Path:
@@ -1603,16 +1613,1462 @@ def cmd_hash(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Writing commands (spec sections 9-16)
+# Writing: generated files and their merge rules (spec sections 5, 6, 12.2, 12.4, 15)
+# ---------------------------------------------------------------------------------------------
+
+MARKER_TEXT = json.dumps(MARKER_VALUE, indent=2) + "\n"
+_RUNTIME_CALL = f"python3 {RUNTIME_PATH} --workspace ."
+_GENERATED_LINE = f"<!-- {GENERATED_SIGNATURE}. Do not edit manually. -->"
+_ADAPTER_LINE = f"<!-- Managed adapter version: {MANAGED_ADAPTER_VERSION}. -->"
+_REDIRECT_LINE = f"<!-- Managed adapter version: {MANAGED_ADAPTER_VERSION}. Legacy redirect. -->"
+
+# Strings that identify files written by pre-1.0 EchoesVault OpenCode plugins (spec section 15);
+# files carrying them are replaced, any other file at those paths belongs to the user.
+LEGACY_OPENCODE_COMMAND_SIGNATURES = (
+    "echoes_activate_vault",
+    "echoes_start_session",
+    "commit_memory_to_echoes_vault",
+    "SYSTEM MESSAGE: Vault Status Report",
+)
+LEGACY_OPENCODE_SKILL_SIGNATURES: Dict[str, Tuple[str, ...]] = {
+    "echoes-append-to-daily-log": ("echoes_append_to_daily_log",
+                                   "EchoesVault/daily/YYYY-MM-DD.md"),
+    "echoes-search-vault-pages": ("echoes_search_vault_pages", "Read-Before-Write"),
+    "echoes-create-or-update-page": ("echoes_create_or_update_page",
+                                     "automatically updating the index"),
+}
+
+
+def _fill(template: str) -> str:
+    """Expand the @NAME@ placeholders of a generated file (Markdown is full of braces)."""
+    return (template.replace("@GENERATED@", _GENERATED_LINE)
+            .replace("@ADAPTER_LINE@", _ADAPTER_LINE)
+            .replace("@REDIRECT_LINE@", _REDIRECT_LINE)
+            .replace("@CALL@", _RUNTIME_CALL)
+            .replace("@RUNTIME@", RUNTIME_PATH)
+            .replace("@PROTOCOL@", PROTOCOL_VERSION)
+            .replace("@ENGINE@", ENGINE_VERSION)
+            .replace("@ADAPTER@", MANAGED_ADAPTER_VERSION)
+            .replace("@LIMIT@", str(SUMMARY_MAX_LENGTH)))
+
+
+AGENT_PROTOCOL_TEXT = _fill("""\
+# EchoesVault agent protocol
+
+@GENERATED@
+@ADAPTER_LINE@
+
+This repository keeps its project memory in `EchoesVault/`: plain Markdown that every coding
+agent shares through one writer, the project runtime `@RUNTIME@` (engine @ENGINE@,
+EchoesVault protocol @PROTOCOL@). This page is the working contract for agents.
+
+## Before anything else
+
+- `EchoesVault/.echoes-vault.json` must declare `"protocolVersion": "@PROTOCOL@"`. If it declares
+  anything else, do not write; report the mismatch.
+- Knowledge lives in `EchoesVault/pages/*.md` (curated pages) and `EchoesVault/daily/**/*.md`
+  (one file per scratchpad or session entry). `EchoesVault/index.md` and
+  `.echoes-vault/state.json` are generated on each machine: never edit or commit them.
+- Every change goes through the runtime, with payloads as JSON on standard input, never spliced
+  into a shell command line:
+
+  ```sh
+  @CALL@ --agent <agent-name> --adapter-version <adapter-version> <command>
+  ```
+
+- A non-zero exit status means nothing was saved: never report success then.
+
+## Commands
+
+- `status --format card` or `inspect`: health report; changes nothing.
+- `start --recent 3`: the index and the latest daily entries, when the user asks to resume.
+- `search "<words>"`: matching lines of page bodies; then read only the pages you need.
+- `hash <page>.md`: the current SHA-256 of a page, required to replace it.
+- `append --payload -`: one scratchpad entry, `{"entry": "...", "agent": "<agent-name>"}`.
+- `upsert --payload -`: create or replace one page,
+  `{"filename": "<page>.md", "content": "...", "expectedSha256": "<hash, for existing pages>"}`.
+- `end --confirm-explicit-user-end --payload -`: save the session,
+  `{"dailySummary": "...", "pages": [<upsert objects>], "agent": "<agent-name>"}`. Only when the
+  user explicitly asks to end, wrap up or save the session.
+- `hydrate` or `rebuild-index`: regenerate the local index and state after a pull or a merge.
+- `init`, `migrate`, `upgrade`, `configure-agents`: install, convert or repair the vault and its
+  agent adapters, when the user asks.
+
+## Pages
+
+A page starts with frontmatter holding `type`, `stack`, `status` and `summary`:
+
+```markdown
+---
+type: decision
+stack: [python]
+status: active
+summary: Why sessions are stored server-side, and what that rules out.
+---
+
+# Server-side sessions
+```
+
+`summary` is one line of at most @LIMIT@ characters that makes sense without the body: the
+index is built from it. Link pages as `[[page-name]]` and assets as `![[file.png]]` (kept in
+`EchoesVault/assets/`). To retire a page, set `status: deprecated`, start its body with
+`> [!warning] DEPRECATED` and link the replacement; do not delete it.
+
+Record durable facts: decisions and their reasons, contracts, configuration, verified fixes,
+open blockers and next steps. No transcripts, no secrets.
+
+## Changing an existing page
+
+Read the whole page, run `hash` on it, and send the complete new page with that value as
+`expectedSha256`. A concurrent-change error means someone wrote first: read the page again,
+merge the meaning, hash it again and retry.
+
+## Git
+
+Commit the marker, this file, both `.gitignore` files, the runtime, the agent adapters, pages,
+daily entries, assets and raw sources. When two branches changed the same page, resolve it by
+hand, remove every conflict-marker line, keep valid frontmatter, then run `hydrate` and
+`status`.
+""")
+
+GUIDE_BLOCK = _fill(f"""\
+{GUIDE_START}
+## EchoesVault project memory
+
+This repository keeps agent memory in `EchoesVault/` (EchoesVault protocol @PROTOCOL@, managed
+adapter @ADAPTER@). Read `EchoesVault/AGENT_PROTOCOL.md` before using it, and make every change
+through the project runtime:
+`@CALL@ --agent <agent-name> --adapter-version <adapter-version> <command>`.
+Never edit `EchoesVault/index.md` or write daily files by hand. `status` only reads; `end` runs
+only when the user explicitly asks to save the session.
+{GUIDE_END}""")
+
+SKILL_TEXT = _fill("""\
+---
+name: echoes-vault
+description: Use this repository's EchoesVault memory to resume, search, remember, check or save work.
+---
+
+@GENERATED@
+@ADAPTER_LINE@
+
+# EchoesVault project memory
+
+Read `EchoesVault/AGENT_PROTOCOL.md` once per session, before the first vault operation. Every
+operation runs the project runtime; never write vault files yourself:
+
+```sh
+@CALL@ --agent <agent-name> \\
+  --adapter-version @ADAPTER@ <command>
+```
+
+- Resume, only when asked: `start --recent 3`, then summarise outcomes, blockers and next steps.
+- Check health without changing anything: `status --format card`.
+- Look something up: `search "<words>"`, then read only the relevant pages.
+- Note a verified fact mid-session: `append --payload -` with
+  `{"entry": "...", "agent": "<agent-name>"}`.
+- Create or replace a page: read an existing page and run `hash <page>.md` first, then
+  `upsert --payload -` with the complete page and its `expectedSha256`.
+- Save the session only when the user explicitly asks:
+  `end --confirm-explicit-user-end --payload -`.
+
+Send payloads as JSON on standard input, never inside a shell command line. A non-zero exit
+means nothing was saved: report the error; after a concurrent-change error reread, reconcile,
+hash again and retry.
+""")
+
+OPENCODE_COMMAND_TEXTS: Dict[str, str] = {
+    "echoes-init.md": _fill("""\
+---
+description: Set up or upgrade EchoesVault project memory in this repository
+agent: build
+---
+
+@GENERATED@
+@ADAPTER_LINE@
+
+The user asked to set up EchoesVault here. The project runtime has run `init`:
+
+<echoes_result>
+!`@CALL@ --agent opencode --adapter-version @ADAPTER@ init`
+</echoes_result>
+
+If the result says `"ok": true`, tell the user the protocol version, which adapters were written
+or left alone as conflicts, and how many pages the index lists. Otherwise show the error and do
+not repair anything by hand.
+"""),
+    "echoes-start.md": _fill("""\
+---
+description: Resume work from EchoesVault project memory
+agent: build
+---
+
+@GENERATED@
+@ADAPTER_LINE@
+
+The user asked to resume from project memory. Read `EchoesVault/AGENT_PROTOCOL.md`, then work
+from this context, produced by the project runtime:
+
+<echoes_context>
+!`@CALL@ --agent opencode --adapter-version @ADAPTER@ start --recent 3`
+</echoes_context>
+
+In a few lines, say what was finished, what is blocked and what comes next. Do not repeat the
+context verbatim; use `search` when you need details.
+"""),
+    "echoes-status.md": _fill("""\
+---
+description: Show EchoesVault health without changing anything
+agent: build
+---
+
+@GENERATED@
+@ADAPTER_LINE@
+
+Show the user this status card as it is, without interpreting the pages:
+
+<echoes_status>
+!`@CALL@ --agent opencode --adapter-version @ADAPTER@ status --format card`
+</echoes_status>
+"""),
+    "echoes-end.md": _fill("""\
+---
+description: Save this session to EchoesVault project memory (explicit request only)
+agent: build
+---
+
+@GENERATED@
+@ADAPTER_LINE@
+
+Running this command is the user's explicit request to save the session. Read
+`EchoesVault/AGENT_PROTOCOL.md`. Distil outcomes, decisions with their reasons, open blockers and
+next steps; not a transcript. Before changing an existing page, read it and take its `hash`.
+Then send one JSON object with `dailySummary`, `"agent": "opencode"` and `pages` on standard
+input to:
+
+```sh
+@CALL@ --agent opencode --adapter-version @ADAPTER@ \\
+  end --confirm-explicit-user-end --payload -
+```
+
+Never edit `EchoesVault/index.md`. If the runtime exits non-zero, nothing was saved: say so and
+show its error.
+"""),
+}
+
+LEGACY_REDIRECT_TEXTS: Dict[str, str] = {
+    "echoes-append-to-daily-log": _fill("""\
+---
+name: echoes-append-to-daily-log
+description: Legacy EchoesVault skill, kept as a pointer to the runtime's append command.
+---
+
+@GENERATED@
+@REDIRECT_LINE@
+
+# Scratchpad entries now go through the project runtime
+
+Do not append to a shared date-level daily file. Send
+`{"entry": "...", "agent": "opencode"}` as JSON on standard input to:
+
+```sh
+@CALL@ --agent opencode --adapter-version @ADAPTER@ append --payload -
+```
+"""),
+    "echoes-search-vault-pages": _fill("""\
+---
+name: echoes-search-vault-pages
+description: Legacy EchoesVault skill, kept as a pointer to the runtime's search command.
+---
+
+@GENERATED@
+@REDIRECT_LINE@
+
+# Page search now goes through the project runtime
+
+```sh
+@CALL@ --agent opencode --adapter-version @ADAPTER@ search "<words>"
+```
+
+Read only the pages that matter, and follow replacement links from deprecated pages.
+"""),
+    "echoes-create-or-update-page": _fill("""\
+---
+name: echoes-create-or-update-page
+description: Legacy EchoesVault skill, kept as a pointer to the runtime's hash and upsert commands.
+---
+
+@GENERATED@
+@REDIRECT_LINE@
+
+# Page writes now go through the project runtime
+
+The runtime writes the page and regenerates the index; never edit `index.md`. Read the page,
+take its hash, then send the complete page as JSON on standard input:
+
+```sh
+@CALL@ --agent opencode --adapter-version @ADAPTER@ hash <page>.md
+@CALL@ --agent opencode --adapter-version @ADAPTER@ upsert --payload -
+```
+"""),
+}
+
+
+def is_managed_adapter(text: str) -> bool:
+    return GENERATED_SIGNATURE in text
+
+
+def is_replaceable_command(text: str) -> bool:
+    return is_managed_adapter(text) or any(
+        signature in text for signature in LEGACY_OPENCODE_COMMAND_SIGNATURES)
+
+
+def legacy_skill_test(name: str) -> Callable[[str], bool]:
+    """Whether a file at a legacy skill path is ours to replace: a redirect or a legacy skill."""
+    def replaceable(text: str) -> bool:
+        owned = is_managed_adapter(text) and "Legacy redirect" in text
+        return owned or any(mark in text for mark in LEGACY_OPENCODE_SKILL_SIGNATURES[name])
+    return replaceable
+
+
+def merge_ignore_rules(existing: Optional[str], rules: Sequence[str]) -> str:
+    """An ignore file with every missing rule appended; what was there stays byte for byte."""
+    if not existing:
+        return "\n".join(rules) + "\n"
+    present = {line.rstrip() for line in existing.split("\n")}
+    missing = [rule for rule in rules if rule not in present]
+    if not missing:
+        return existing
+    newline = "\r\n" if "\r\n" in existing else "\n"
+    prefix = existing if existing.endswith("\n") else existing + newline
+    return prefix + newline.join(missing) + newline
+
+
+def apply_guide_block(existing: Optional[str], relative: str) -> str:
+    """A root guide with exactly one managed block; text outside the block stays as it was."""
+    if not existing:
+        return GUIDE_BLOCK + "\n"
+    starts, ends = existing.count(GUIDE_START), existing.count(GUIDE_END)
+    begin, end = existing.find(GUIDE_START), existing.find(GUIDE_END)
+    if starts != ends or starts > 1 or end < begin:
+        raise VaultError(f"{relative} has a malformed EchoesVault block: keep exactly one "
+                         f"`{GUIDE_START}` line followed by one `{GUIDE_END}` line, then retry.")
+    if starts == 1:
+        return existing[:begin] + GUIDE_BLOCK + existing[end + len(GUIDE_END):]
+    separator = "\n" if existing.endswith("\n") else "\n\n"
+    return existing + separator + GUIDE_BLOCK + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: pages, daily entries and state, prepared in memory (spec sections 7, 9, 10, 12, 15)
+# ---------------------------------------------------------------------------------------------
+
+PageEntry = Tuple[str, Optional[PageMeta], Sequence[Problem]]
+END_CONFIRMATION_ERROR = ("`end` saves final session memory only after an explicit user request: "
+                          "pass --confirm-explicit-user-end. Nothing was written.")
+
+
+def clean_text(value: object, what: str) -> str:
+    """Payload text as it is stored: a non-empty string with Unix newlines, trimmed."""
+    if not isinstance(value, str) or not value.strip():
+        raise VaultError(f"{what} must be a non-empty string.")
+    text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if "\0" in text:
+        raise VaultError(f"{what} contains a NUL character; binary files belong in assets/.")
+    if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
+        raise VaultError(f"{what} is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
+    return text
+
+
+def reject_conflict_markers(text: str, what: str) -> None:
+    markers = marker_lines(text)
+    if has_protocol_conflict(markers):
+        raise VaultError(f"{what} contains a Git conflict-marker line (line {markers[0][0]}); "
+                         "resolve the conflict first.")
+
+
+def legacy_summary(value: object, stem: str, source: str = "indexDescription") -> str:
+    """A pre-1.0 index description as a summary (spec sections 12.10, 15), or VaultError.
+    A whole legacy row (`- [[stem]]: text`) is accepted when it names the same page."""
+    if not isinstance(value, str) or not value.strip():
+        raise VaultError(f"{source} for {stem}.md must be a non-empty string.")
+    candidate = value.strip()
+    row = _INDEX_ROW.match(candidate)
+    if row:
+        if nfc(row.group(1)) != stem:
+            raise VaultError(f"{source} links [[{row.group(1)}]], not [[{stem}]].")
+        candidate = row.group(2)
+    problem = summary_problem_of(candidate)
+    if problem:
+        raise VaultError(f"{source} for {stem}.md cannot be a summary: "
+                         + problem.replace("`summary`", "it"))
+    return normalize_summary(candidate)
+
+
+def only_summary_missing(problems: Sequence[Problem]) -> bool:
+    return bool(problems) and all(problem.kind == "frontmatter-missing-key"
+                                  and problem.key == "summary" for problem in problems)
+
+
+def inject_summary(text: str, meta: PageMeta, summary: str) -> str:
+    """Add a JSON-quoted `summary` as the last frontmatter key; nothing else changes."""
+    if meta.close_line is None:
+        raise VaultError("Cannot add a summary to a page without a closed frontmatter block.")
+    lines = text.split("\n")
+    lines.insert(meta.close_line - 1, f"summary: {json.dumps(summary, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def prepare_page_text(item: object) -> Tuple[str, str]:
+    """(filename, exact text to store) for one page of an `upsert` or `end` payload, after every
+    check that needs no vault: name rules, frontmatter, summary, conflict markers."""
+    if not isinstance(item, dict):
+        raise VaultError("Each page must be a JSON object with `filename` and `content`.")
+    filename = normalize_page_name(item.get("filename"))
+    content = clean_text(item.get("content"), f"The content of {filename}") + "\n"
+    description = item.get("indexDescription")
+    if description is not None:
+        summary = legacy_summary(description, page_stem(filename))
+        meta = parse_frontmatter(content)
+        if meta.summary is None and only_summary_missing(meta.problems):
+            content = inject_summary(content, meta, summary)
+        elif meta.summary is not None and meta.summary != summary:
+            raise VaultError(f"`indexDescription` and `summary` of {filename} differ; "
+                             "send only `summary`.")
+    _meta, problems = validate_page_text(content)
+    if problems:
+        raise VaultError(f"{filename} is not a valid page: {describe_problems(problems)}")
+    return filename, content
+
+
+def prospective_pages(pages: Sequence[Document], overrides: Dict[str, str]) -> List[PageEntry]:
+    """The page set as it will be once `overrides` (filename -> text) are written."""
+    entries: List[PageEntry] = [(document.name, document.meta, document.page_problems)
+                                for document in pages if document.name not in overrides]
+    for name, text in overrides.items():
+        meta, problems = validate_page_text(text)
+        entries.append((name, meta, problems))
+    entries.sort(key=lambda entry: page_sort_key(entry[0]))
+    return entries
+
+
+def plan_summary_migrations(pages: Sequence[Document], index_text: Optional[str],
+                            ) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """Spec section 15: pages whose only problem is a missing `summary`, completed from the one
+    legacy index row for their slug. Returns (filename -> migrated text, filename -> problem)."""
+    rows: Dict[str, List[str]] = {}
+    for slug, description in parse_index_rows(index_text or ""):
+        rows.setdefault(nfc(slug), []).append(description)
+    migrated: Dict[str, str] = {}
+    errors: Dict[str, str] = {}
+    for document in pages:
+        if document.text is None or document.meta is None:
+            continue
+        if not only_summary_missing(document.page_problems):
+            continue
+        stem = page_stem(document.name)
+        found = rows.get(stem, [])
+        if len(found) != 1:
+            errors[document.name] = ("no summary, and the legacy index has "
+                                     + (f"no row for [[{stem}]]" if not found
+                                        else f"{len(found)} rows for [[{stem}]] (ambiguous)"))
+            continue
+        try:
+            summary = legacy_summary(found[0], stem, "The legacy index row")
+        except VaultError as exc:
+            errors[document.name] = str(exc)
+            continue
+        migrated[document.name] = inject_summary(document.text, document.meta, summary)
+    return migrated, errors
+
+
+def page_stats(entries: Sequence[PageEntry], daily_count: int) -> Dict[str, int]:
+    return {
+        "totalPages": len(entries),
+        "totalDailyLogs": daily_count,
+        "deprecatedPages": sum(1 for _name, meta, _problems in entries
+                               if meta is not None and meta.valid and meta.deprecated),
+    }
+
+
+def daily_entry(kind: str, moment: _dt.datetime, agent: Optional[str], body: str,
+                suffix: str) -> Tuple[str, str]:
+    """(path below `daily/`, text) of a new entry (spec section 9). `moment` is aware UTC: it
+    names the folder and file; the heading shows the same instant in local time."""
+    stamp = moment.strftime("%Y%m%dT%H%M%S%f") + "Z"
+    name = f"{stamp}-{kind}{'-' + agent if agent else ''}-{suffix}.md"
+    local = moment.astimezone().isoformat(timespec="seconds")
+    heading = "Scratchpad" if kind == "scratchpad" else "Session"
+    agent_line = f"\nAgent: `{agent}`\n" if agent else ""
+    return f"{moment.date().isoformat()}/{name}", f"### {heading} — {local}\n{agent_line}\n{body}\n"
+
+
+def local_timestamp() -> str:
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def render_state(state: Dict[str, Any]) -> str:
+    return json.dumps(state, ensure_ascii=False, indent=2) + "\n"
+
+
+def render_start(index_text: str, entries: Sequence[Tuple[str, Optional[str]]], total: int,
+                 scale_alert: bool) -> str:
+    """The Markdown context of `start` (spec section 12.6): index, recent entries, no pages."""
+    parts = ["# EchoesVault session context", "", "## Index", "", index_text.rstrip(), "",
+             f"## Recent daily entries ({len(entries)} of {total})"]
+    for relative, text in entries:
+        parts.extend(["", f"### {vault_relative(relative)}", "",
+                      text.rstrip() if text is not None else "_(unreadable file)_"])
+    if not entries:
+        parts.extend(["", "No daily entries yet."])
+    if scale_alert:
+        parts.extend(["", "> [!warning] Scale alert",
+                      f"> More than {SCALE_ALERT_PAGES} pages: use `search` and read pages "
+                      "selectively instead of loading them all."])
+    return "\n".join(parts) + "\n"
+
+
+def recovery_note(recovered: Dict[str, Any]) -> str:
+    superseded = recovered["superseded"]
+    return (f"An interrupted `{recovered['operation']}` was completed first "
+            f"({len(recovered['rewritten'])} of {len(recovered['files'])} files rewritten"
+            + (f"; {len(superseded)} changed since by another writer were left as they are"
+               if superseded else "") + ").")
+
+
+# ---------------------------------------------------------------------------------------------
+# Write safety: confined paths, atomic replacement, the shared lock (spec sections 11, 16)
+# ---------------------------------------------------------------------------------------------
+
+LOCK_WAIT_SECONDS = 8.0
+LOCK_STALE_SECONDS = 60.0
+LOCK_RETRY_SECONDS = 0.05
+TEMP_SUFFIX = ".echoes-tmp"
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
+_LOCK_TOKEN = re.compile(r"^(\d+)-[0-9a-f]{16}@(.*)$")
+# Test hook: the crash-consistency tests set this variable to a step name such as `end:intent`
+# or `end:3:tmp` to SIGKILL the engine exactly there. Nothing else sets it; unset, it is inert.
+CRASH_ENV = "ECHOES_VAULT_TEST_CRASH_AT"
+
+
+def crash_point(step: str) -> None:
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+def managed_path(workspace: Path, relative: str, directory: bool = False) -> Path:
+    """The path of a managed file (or folder) after refusing anything that could leave the
+    workspace: `..`, absolute paths and symbolic links anywhere below the workspace. Parts that
+    do not exist yet are fine; `workspace` itself is already resolved."""
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise VaultError(f"Unsafe managed path: {relative!r}.")
+    current = workspace
+    for position, part in enumerate(parts, 1):
+        current = current / part
+        shown = "/".join(parts[:position])
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            break
+        except OSError as exc:
+            raise VaultError(f"Cannot inspect {shown}: {exc.strerror or exc}") from exc
+        if stat.S_ISLNK(mode):
+            raise VaultError(f"Refusing to use the symbolic link {shown}: EchoesVault writes only "
+                             "real files and folders inside the workspace.")
+        if position < len(parts) or directory:
+            if not stat.S_ISDIR(mode):
+                raise VaultError(f"{shown} must be a folder, but it is not.")
+        elif not stat.S_ISREG(mode):
+            raise VaultError(f"{shown} must be a regular file, but it is not.")
+    return workspace.joinpath(*parts)
+
+
+def current_bytes(workspace: Path, relative: str) -> Optional[bytes]:
+    """The bytes of a managed file, or None when it does not exist."""
+    path = managed_path(workspace, relative)
+    try:
+        return read_bytes(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise VaultError(f"Cannot read {relative}: {exc.strerror or exc}") from exc
+
+
+def managed_text(workspace: Path, relative: str) -> Optional[str]:
+    """A managed text file exactly as stored (no newline normalisation), or None."""
+    data = current_bytes(workspace, relative)
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VaultError(f"{relative} is not UTF-8 text; fix or move it, then retry.") from exc
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a creation, rename or removal inside `path` durable (POSIX only: Windows has no
+    directory handles)."""
+    if os.name == "nt":
+        return
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(descriptor)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # filesystems that cannot, say so
+            raise
+    finally:
+        os.close(descriptor)
+
+
+def make_directories(workspace: Path, relative: str) -> None:
+    managed_path(workspace, relative, directory=True)
+    current = workspace
+    for part in relative.split("/"):
+        parent, current = current, current / part
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            continue
+        fsync_directory(parent)
+
+
+def replace_file(workspace: Path, relative: str, data: bytes, step: str) -> None:
+    """Atomically replace one managed file (spec section 11.2): a temporary file in the same
+    folder, flushed and fsynced, `os.replace`d over the target, then the folder fsynced.
+    Symbolic links are never followed or replaced; the file mode of a replaced file is kept."""
+    path = managed_path(workspace, relative)
+    folder = relative.rpartition("/")[0]
+    if folder:
+        make_directories(workspace, folder)
+    try:
+        mode: Optional[int] = stat.S_IMODE(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_BINARY", 0))
+    descriptor = os.open(temporary, flags, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        crash_point(f"{step}:tmp")
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    fsync_directory(path.parent)
+    crash_point(step)
+
+
+def remove_file(workspace: Path, relative: str) -> None:
+    path = managed_path(workspace, relative)
+    os.unlink(path)
+    fsync_directory(path.parent)
+
+
+def sweep_temporaries(directory: Path, name: Optional[str] = None) -> None:
+    """Delete temporary files a killed writer left in `directory` (all of them, or only those of
+    file `name`). Callers hold the lock, so no live writer of ours owns one."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if (_TEMP_NAME.match(entry.name) and (name is None or entry.name.startswith(f".{name}."))
+                and entry.is_file(follow_symlinks=False)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+
+
+def _hostname() -> str:
+    return os.uname().nodename if hasattr(os, "uname") else ""
+
+
+def lock_owner_gone(token: str) -> bool:
+    """True when a lock token of ours names a process of this host that no longer exists, so a
+    killed writer does not block every other one for a minute. Other engines' tokens carry no
+    host, and only POSIX can probe a process harmlessly: those locks wait for the 60 s rule."""
+    match = _LOCK_TOKEN.match(token)
+    if os.name != "posix" or not match or match.group(2) != _hostname():
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+class VaultLock:
+    """`.echoes-vault/lock`, shared with every engine exactly as spec section 11.1 describes:
+    exclusive creation, a per-process token, up to 8 s of waiting, takeover of a stale lock and
+    removal only while the file still holds our token."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.path = workspace / LOCK_PATH
+        self.token = f"{os.getpid()}-{secrets.token_hex(8)}@{_hostname()}"
+        self.created_directory = False
+
+    def __enter__(self) -> VaultLock:
+        directory = managed_path(self.workspace, RUNTIME_DIR, directory=True)
+        managed_path(self.workspace, LOCK_PATH)
+        if not directory.is_dir():
+            make_directories(self.workspace, RUNTIME_DIR)
+            self.created_directory = True
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while not self._create():
+            if self._take_over_stale():
+                continue
+            if time.monotonic() >= deadline:
+                raise VaultError(
+                    f"Another EchoesVault command holds {LOCK_PATH}; gave up after "
+                    f"{LOCK_WAIT_SECONDS:g} s. Retry when it has finished (a lock older than "
+                    f"{LOCK_STALE_SECONDS:g} s is taken over automatically).")
+            time.sleep(LOCK_RETRY_SECONDS)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        try:
+            held = read_bytes(self.path, 4096).decode("utf-8", "replace").strip()
+        except OSError:
+            held = None
+        if held == self.token:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        if self.created_directory:  # a refused `init` leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                os.rmdir(self.path.parent)
+
+    def _create(self) -> bool:
+        flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            descriptor = os.open(self.path, flags, 0o644)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise VaultError(f"Cannot create {LOCK_PATH}: {exc.strerror or exc}") from exc
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(self.token + "\n")
+        return True
+
+    def _stale(self, path: Path) -> Optional[Tuple[int, int, int]]:
+        """The identity (device, inode, mtime) of `path` when it is a stale lock, else None."""
+        try:
+            info = os.lstat(path)
+            if time.time() - info.st_mtime <= LOCK_STALE_SECONDS:
+                token = read_bytes(path, 4096).decode("utf-8", "replace").strip()
+                if not lock_owner_gone(token):
+                    return None
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino, info.st_mtime_ns
+
+    def _take_over_stale(self) -> bool:
+        """Remove a stale lock; True when the caller should retry at once. The lock is renamed
+        aside and checked again there, so two waiters that saw the same stale lock can never
+        delete a fresh lock that one of them created in the meantime: a fresh lock moved aside
+        by mistake is linked back (never over a newer one)."""
+        seen = self._stale(self.path)
+        if seen is None:
+            return not os.path.lexists(self.path)
+        aside = self.path.with_name(f".lock.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            raise VaultError(f"Cannot take over the stale {LOCK_PATH}: {exc}") from exc
+        if self._stale(aside) != seen:
+            try:
+                os.link(aside, self.path)
+            except (FileExistsError, FileNotFoundError):
+                pass
+            except OSError:  # no hard links here: a plain rename, still never over a new lock
+                if not os.path.lexists(self.path):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(aside, self.path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(aside)
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Change sets and the intent file: crash-consistent multi-file writes
+# ---------------------------------------------------------------------------------------------
+# Protocol 1.0.0 only promises atomic single files (spec section 11.2). This engine also records
+# every multi-file change set in the ignored `.echoes-vault/intent.json` before the first
+# replacement, so the next writing command can finish one that a crash cut short. Each file is
+# still replaced atomically in a valid state, so engines that ignore the intent see a valid vault.
+
+INTENT_VERSION = 1
+
+
+def digest(data: Optional[bytes]) -> Optional[str]:
+    return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedWrite:
+    path: str  # workspace-relative
+    content: str
+    before: Optional[str]  # SHA-256 of the bytes being replaced; None for a new file
+
+
+class ChangeSet:
+    """Every file one command writes, planned (and so checked) before the first write."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.writes: List[PlannedWrite] = []
+        self.directories: List[str] = []
+
+    def directory(self, relative: str) -> None:
+        if not managed_path(self.workspace, relative, directory=True).is_dir():
+            self.directories.append(relative)
+
+    def put(self, relative: str, content: str) -> bool:
+        """Plan `relative` to hold `content`; False when it already does."""
+        current = current_bytes(self.workspace, relative)
+        if current == content.encode("utf-8"):
+            return False
+        self.writes.append(PlannedWrite(relative, content, digest(current)))
+        return True
+
+    def intent(self, operation: str) -> bytes:
+        record = {
+            "version": INTENT_VERSION,
+            "engineVersion": ENGINE_VERSION,
+            "operation": operation,
+            "directories": self.directories,
+            "writes": [dataclasses.asdict(write) for write in self.writes],
+        }
+        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+
+    def commit(self, operation: str) -> None:
+        journal = len(self.writes) > 1
+        try:
+            if journal:
+                replace_file(self.workspace, INTENT_PATH, self.intent(operation),
+                             f"{operation}:intent")
+            for relative in self.directories:
+                make_directories(self.workspace, relative)
+            for number, write in enumerate(self.writes, 1):
+                replace_file(self.workspace, write.path, write.content.encode("utf-8"),
+                             f"{operation}:{number}")
+            if journal:
+                remove_file(self.workspace, INTENT_PATH)
+        except OSError as exc:
+            raise VaultError(f"Writing failed: {exc}."
+                             + (" The next EchoesVault command completes the change."
+                                if journal else "")) from exc
+
+
+def read_intent(data: bytes) -> Tuple[str, List[str], List[PlannedWrite]]:
+    """(operation, directories, writes) of an intent file; VaultError for anything else."""
+    try:
+        record = json.loads(data.decode("utf-8"))
+        if not isinstance(record, dict) or record.get("version") != INTENT_VERSION:
+            raise ValueError(f"unknown intent version {record.get('version')!r}"
+                             if isinstance(record, dict) else "not a JSON object")
+        directories = [str(item) for item in record["directories"]]
+        writes = [PlannedWrite(str(item["path"]), str(item["content"]),
+                               None if item["before"] is None else str(item["before"]))
+                  for item in record["writes"]]
+        return str(record.get("operation")), directories, writes
+    except (ValueError, KeyError, TypeError) as exc:
+        raise VaultError(f"{INTENT_PATH} records an interrupted write that this engine cannot "
+                         f"read ({exc}); run the engine that wrote it, or inspect and delete "
+                         "the file.") from exc
+
+
+def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
+    """Finish the change set a killed or failed command left in the intent file. A file already
+    holding its new content is kept; one still holding its old content is written; one changed
+    since by another writer (which ignored the intent) is left alone and reported."""
+    runtime_dir = workspace / RUNTIME_DIR
+    if runtime_dir.is_dir() and not runtime_dir.is_symlink():
+        sweep_temporaries(runtime_dir)
+    data = current_bytes(workspace, INTENT_PATH)
+    if data is None:
+        return None
+    operation, directories, writes = read_intent(data)
+    rewritten: List[str] = []
+    superseded: List[str] = []
+    try:
+        for relative in directories:
+            make_directories(workspace, relative)
+        for number, write in enumerate(writes, 1):
+            sweep_temporaries(managed_path(workspace, write.path).parent,
+                              write.path.rpartition("/")[2])
+            current = current_bytes(workspace, write.path)
+            wanted = write.content.encode("utf-8")
+            if current == wanted:
+                continue
+            if digest(current) != write.before:
+                superseded.append(write.path)
+                continue
+            replace_file(workspace, write.path, wanted, f"recover:{number}")
+            rewritten.append(write.path)
+        remove_file(workspace, INTENT_PATH)
+    except OSError as exc:
+        raise VaultError(f"Cannot complete the interrupted `{operation}`: {exc}") from exc
+    return {"operation": operation, "files": [write.path for write in writes],
+            "rewritten": rewritten, "superseded": superseded}
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: reading the marker, pages, daily files, state, payload and project runtime
 # ---------------------------------------------------------------------------------------------
 
 
-def _not_implemented(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
-    raise VaultError(f"`{args.command}` is not implemented yet in engine {ENGINE_VERSION}.")
+def read_marker(workspace: Path) -> Tuple[bool, Any]:
+    """(exists, parsed value) of the marker; VaultError when it exists but is unusable."""
+    data = current_bytes(workspace, f"{VAULT_DIR}/{MARKER_FILE}")
+    if data is None:
+        return False, None
+    try:
+        return True, json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not valid JSON "
+                         f"({exc}). Nothing was changed.") from exc
 
 
-cmd_init = cmd_configure_agents = cmd_hydrate = cmd_start = _not_implemented
-cmd_append = cmd_upsert = cmd_end = cmd_rebuild_index = _not_implemented
+def require_vault(workspace: Path) -> None:
+    """The writers' gate (spec section 6): a marker declaring exactly this protocol."""
+    exists, value = read_marker(workspace)
+    if not exists:
+        vault = workspace / VAULT_DIR
+        if (vault / INDEX_FILE).exists() or any((vault / "pages").glob("*.md")):
+            raise VaultError("Legacy EchoesVault detected (no marker): run `init` or `migrate` "
+                             "explicitly to convert it.")
+        raise VaultError("EchoesVault is not initialized here: run `init` first.")
+    problem = marker_problem(value)
+    if problem:
+        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not a Protocol "
+                         f"{PROTOCOL_VERSION} marker ({problem}). Nothing was changed.")
+
+
+def require_installable(workspace: Path) -> bool:
+    """The gate of `init`/`migrate`/`upgrade`: no marker, a legacy one, or one of this protocol.
+    Returns whether the marker is already exactly valid."""
+    exists, value = read_marker(workspace)
+    if not exists:
+        return False
+    version = value.get("protocolVersion") if isinstance(value, dict) else None
+    if not isinstance(value, dict) or version not in (None, PROTOCOL_VERSION):
+        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} declares protocol "
+                         f"{version!r}, and this engine writes only {PROTOCOL_VERSION}. Nothing "
+                         "was changed.")
+    return marker_problem(value) is None
+
+
+def read_pages(workspace: Path) -> List[Document]:
+    """Every knowledge page read once, in index order (the same selection as the scan)."""
+    directory = managed_path(workspace, f"{VAULT_DIR}/pages", directory=True)
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise VaultError(f"Cannot list {VAULT_DIR}/pages: {exc.strerror or exc}") from exc
+    names = sorted((entry.name for entry in entries if entry.name.endswith(".md")
+                    and not entry.name.startswith(".") and entry.is_file(follow_symlinks=False)),
+                   key=page_sort_key)
+    return [read_document(workspace, f"{VAULT_DIR}/pages/{name}", page=True) for name in names]
+
+
+def daily_files(workspace: Path) -> List[str]:
+    """Workspace-relative paths of all daily Markdown files, sorted by path: for unique entry
+    files that is UTC order, the order every engine agrees on (spec section 9)."""
+    root = workspace / VAULT_DIR / "daily"
+    if root.is_symlink():
+        return []
+    found: List[str] = []
+    pending = [root]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(Path(entry.path))
+            elif entry.name.casefold().endswith(".md") and entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path).relative_to(workspace).as_posix())
+    return sorted(found, key=nfc)
+
+
+def load_state(workspace: Path) -> Dict[str, Any]:
+    """Local state in the import order of spec section 15, as schema 4."""
+    for relative, legacy_agent in ((STATE_PATH, None), (OPENCODE_STATE_PATH, "opencode"),
+                                   (CODEX_STATE_PATH, "codex")):
+        text, error, exists = _read_optional_text(workspace / relative)
+        if exists and error is None:
+            try:
+                return merge_state(json.loads(text or ""), legacy_agent)
+            except ValueError:
+                continue
+    return default_state()
+
+
+def load_payload(ctx: Context, source: str) -> Dict[str, Any]:
+    """The JSON object of `--payload` (`-` for standard input, else a file path)."""
+    try:
+        data = ctx.stdin.read() if source == "-" else Path(source).expanduser().read_bytes()
+    except OSError as exc:
+        raise VaultError(f"Cannot read the payload {source}: {exc.strerror or exc}") from exc
+    try:
+        payload = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise VaultError("The payload is not UTF-8 text.") from exc
+    except ValueError as exc:
+        raise VaultError(f"The payload is not valid JSON: {_json_reason(exc)}.") from exc
+    if not isinstance(payload, dict):
+        raise VaultError("The payload must be a JSON object.")
+    return payload
+
+
+def payload_agent(ctx: Context, payload: Dict[str, Any]) -> Optional[str]:
+    return normalize_agent_name(payload["agent"] if payload.get("agent") is not None
+                                else ctx.agent)
+
+
+def is_own_file(path: Path) -> bool:
+    try:
+        return os.path.samefile(path, os.path.abspath(__file__))
+    except OSError:
+        return False
+
+
+def project_runtime(workspace: Path) -> Dict[str, Any]:
+    """`runtime_health` of `.echoes-vault/echoes_vault.py`, read without following symlinks."""
+    try:
+        data = current_bytes(workspace, RUNTIME_PATH)
+    except VaultError as exc:
+        return runtime_health(None, str(exc))
+    if data is None:
+        return runtime_health(None, None)
+    text, problem = decode_text(data)
+    return runtime_health(text, problem.message if problem else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: planning managed files into a change set
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def writing(ctx: Context, install: bool = False) -> Iterator[ChangeSet]:
+    """The prologue of every writing command: the marker gate (before the lock too, so a vault
+    of another protocol does not even get a lock file), the lock, then roll-forward."""
+    gate = require_installable if install else require_vault
+    gate(ctx.workspace)
+    with VaultLock(ctx.workspace):
+        ctx.recovered = roll_forward(ctx.workspace)
+        gate(ctx.workspace)
+        yield ChangeSet(ctx.workspace)
+
+
+def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:
+    """Install this engine file, byte for byte, as the project runtime, unless that would
+    downgrade a newer engine or overwrite a file that is not a compatible engine."""
+    workspace = changes.workspace
+    if is_own_file(managed_path(workspace, RUNTIME_PATH)):
+        return False
+    current = current_bytes(workspace, RUNTIME_PATH)
+    source = Path(__file__).read_bytes()
+    if current is not None:
+        if missing_only or current == source:
+            return False
+        text, problem = decode_text(current)
+        health = runtime_health(text, problem.message if problem else None)
+        if not health["compatible"]:
+            raise VaultError(f"Refusing to replace {RUNTIME_PATH}: {health['error']}. Only a "
+                             f"Protocol {PROTOCOL_VERSION} EchoesVault engine is ever replaced; "
+                             "move this file aside and retry. Nothing was changed.")
+        if health["newer"]:
+            return False
+    return changes.put(RUNTIME_PATH, source.decode("utf-8"))
+
+
+def plan_generated(changes: ChangeSet, relative: str, wanted: str,
+                   replaceable: Callable[[str], bool], create: bool = True) -> str:
+    """'written', 'unchanged', 'absent' or 'conflict' (a user file, left untouched)."""
+    try:
+        current = managed_text(changes.workspace, relative)
+    except VaultError:
+        return "conflict"
+    if current is None and not create:
+        return "absent"
+    if current is not None and current != wanted and not replaceable(current):
+        return "conflict"
+    return "written" if changes.put(relative, wanted) else "unchanged"
+
+
+def plan_ignore_rules(changes: ChangeSet) -> List[str]:
+    updated = []
+    for relative, rules in ((f"{VAULT_DIR}/.gitignore", VAULT_GITIGNORE_RULES),
+                            (f"{RUNTIME_DIR}/.gitignore", RUNTIME_GITIGNORE_RULES)):
+        if changes.put(relative, merge_ignore_rules(managed_text(changes.workspace, relative),
+                                                    rules)):
+            updated.append(relative)
+    return updated
+
+
+def plan_adapters(changes: ChangeSet, runtime_updated: bool,
+                  ignore_updated: List[str]) -> Dict[str, Any]:
+    """The generated protocol, root guide blocks, skills and OpenCode commands (spec 5.3)."""
+    workspace = changes.workspace
+    protocol = f"{VAULT_DIR}/{PROTOCOL_FILE}"
+    existing = managed_text(workspace, protocol)
+    if existing is not None and not is_managed_adapter(existing):
+        raise VaultError(f"Refusing to overwrite {protocol}: EchoesVault did not generate it. "
+                         "Move it aside and retry. Nothing was changed.")
+    protocol_updated = changes.put(protocol, AGENT_PROTOCOL_TEXT)
+    outcomes: Dict[str, str] = {}
+    guides = []
+    for relative in ROOT_GUIDES:
+        try:
+            current = managed_text(workspace, relative)
+        except VaultError:  # a symlink (say CLAUDE.md -> AGENTS.md) or not UTF-8: leave it be
+            outcomes[relative] = "conflict"
+            continue
+        if changes.put(relative, apply_guide_block(current, relative)):
+            guides.append(relative)
+    for relative in SKILL_PATHS:
+        outcomes[relative] = plan_generated(changes, relative, SKILL_TEXT, is_managed_adapter)
+    for name, relative in zip(OPENCODE_COMMAND_NAMES, OPENCODE_COMMAND_PATHS):
+        outcomes[relative] = plan_generated(changes, relative, OPENCODE_COMMAND_TEXTS[name],
+                                            is_replaceable_command)
+    for name, relative in zip(LEGACY_OPENCODE_SKILL_NAMES, LEGACY_OPENCODE_SKILL_PATHS):
+        outcomes[relative] = plan_generated(changes, relative, LEGACY_REDIRECT_TEXTS[name],
+                                            legacy_skill_test(name), create=False)
+
+    def written(paths: Sequence[str]) -> List[str]:
+        return [relative for relative in paths if outcomes[relative] == "written"]
+
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "engineVersion": ENGINE_VERSION,
+        "managedAdapterVersion": MANAGED_ADAPTER_VERSION,
+        "codexAdapterVersion": MANAGED_ADAPTER_VERSION,
+        "runtimeUpdated": runtime_updated,
+        "protocolUpdated": protocol_updated,
+        "ignoreFilesUpdated": ignore_updated,
+        "guidesUpdated": guides,
+        "skillsUpdated": written(SKILL_PATHS),
+        "commandsUpdated": written(OPENCODE_COMMAND_PATHS),
+        "legacySkillsRedirected": written(LEGACY_OPENCODE_SKILL_PATHS),
+        "adapterConflicts": sorted(relative for relative, outcome in outcomes.items()
+                                   if outcome == "conflict"),
+    }
+
+
+def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[str, Any], str]:
+    """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
+    VaultError, and since nothing is written before `commit`, the old index stays."""
+    rendered = build_index(entries)
+    rebuilt = changes.put(f"{VAULT_DIR}/{INDEX_FILE}", rendered)
+    return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
+            "sha256": sha256_text(rendered)}, rendered
+
+
+def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,
+               agent: Optional[str], session: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """State schema 4 (spec section 10) with fresh figures, the writer and session changes."""
+    state = load_state(ctx.workspace)
+    state["initialized"] = True
+    state["stats"] = page_stats(entries, daily_count)
+    if agent:
+        version = ctx.adapter_version
+        state["lastWriter"] = {"agent": agent,
+                               "adapterVersion": version if version and version.strip() else None}
+    state["session"].update(session or {})
+    changes.put(STATE_PATH, render_state(state))
+    return state
+
+
+def check_page_target(workspace: Path, filename: str, expected: object,
+                      pages: Sequence[Document]) -> Tuple[str, bool]:
+    """(name on disk, whether it exists) of the page `filename` (NFC). A page stored under
+    another Unicode normalisation of the same name is that page; an existing page needs its
+    current hash (spec 11.3)."""
+    for document in pages:
+        if fold_name(document.name) != fold_name(filename):
+            continue
+        if nfc(document.name) != filename:
+            raise VaultError(f"{filename} collides with the existing page {document.name} (page "
+                             "names are compared case-insensitively); use that name.")
+        filename = document.name
+    path = managed_path(workspace, f"{VAULT_DIR}/pages/{filename}")
+    if not os.path.lexists(path):
+        return filename, False
+    if not isinstance(expected, str) or not expected.strip():
+        raise VaultError(f"{filename} already exists: send `expectedSha256`, the `hash` of the "
+                         "page as you read it.")
+    actual = sha256_text(read_page_text(path, filename))
+    if expected.strip().lower() != actual:
+        raise VaultError(f"Concurrent change detected for {filename}: expected {expected.strip()}, "
+                         f"found {actual}. Reread the page, reconcile, hash it again and retry.")
+    return filename, True
+
+
+def plan_daily_entry(changes: ChangeSet, kind: str, agent: Optional[str], body: str) -> str:
+    """Plan one new, uniquely named daily entry; returns its workspace-relative path."""
+    while True:
+        below, text = daily_entry(kind, _dt.datetime.now(_dt.timezone.utc), agent, body,
+                                  secrets.token_hex(4))
+        relative = f"{VAULT_DIR}/daily/{below}"
+        if not os.path.lexists(managed_path(changes.workspace, relative)):
+            changes.put(relative, text)
+            return relative
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing commands (spec sections 12.2, 12.4, 12.5.1, 12.6, 12.8, 12.10-12.12)
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
+    """`init`, `migrate` and `upgrade`: one idempotent installation boundary (spec 12.2)."""
+    workspace = ctx.workspace
+    agent = normalize_agent_name(ctx.agent)
+    with writing(ctx, install=True) as changes:
+        created = not require_installable(workspace)
+        for name in DURABLE_DIRS:
+            changes.directory(f"{VAULT_DIR}/{name}")
+        ignore_updated = plan_ignore_rules(changes)
+        runtime_updated = plan_runtime(changes, missing_only=False)
+        adapters = plan_adapters(changes, runtime_updated, ignore_updated)
+        pages = read_pages(workspace)
+        index_text = managed_text(workspace, f"{VAULT_DIR}/{INDEX_FILE}")
+        migrated, failures = plan_summary_migrations(pages, index_text)
+        for name, text in migrated.items():
+            changes.put(f"{VAULT_DIR}/pages/{name}", text)
+        # Pages that cannot be migrated are reported once, together with any other invalid page.
+        entries = prospective_pages([page for page in pages if page.name not in failures],
+                                    migrated)
+        problems = [f"{name}: {message}" for name, message in failures.items()]
+        try:
+            index, _rendered = plan_index(changes, entries)
+        except VaultError as exc:
+            problems.append(str(exc))
+        if problems:
+            raise VaultError("Cannot initialize; nothing was changed. " + "; ".join(problems))
+        index["migratedSummaries"] = sorted(migrated, key=page_sort_key)
+        changes.put(f"{VAULT_DIR}/{MARKER_FILE}", MARKER_TEXT)
+        state = plan_state(changes, ctx, entries, len(daily_files(workspace)), agent)
+        changes.commit(args.command)
+    return {
+        "ok": True,
+        "operation": args.command,
+        "created": created,
+        "vault": str(workspace / VAULT_DIR),
+        "index": str(workspace / VAULT_DIR / INDEX_FILE),
+        "indexRefresh": index,
+        "agentAdapters": adapters,
+        "state": state,
+    }
+
+
+def cmd_configure_agents(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
+    """Repair generated files without authoring knowledge (spec 12.4). The runtime is only
+    installed when missing; replacing it is `upgrade`'s job."""
+    agent = normalize_agent_name(ctx.agent)
+    with writing(ctx) as changes:
+        ignore_updated = plan_ignore_rules(changes)
+        runtime_updated = plan_runtime(changes, missing_only=True)
+        adapters = plan_adapters(changes, runtime_updated, ignore_updated)
+        entries = prospective_pages(read_pages(ctx.workspace), {})
+        index, _rendered = plan_index(changes, entries)
+        plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
+        changes.commit("configure-agents")
+    return {"ok": True, **adapters, "indexRefresh": index}
+
+
+def _refresh(ctx: Context, operation: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Index and state only: `hydrate` and `rebuild-index` (spec 12.5.1, 12.12)."""
+    agent = normalize_agent_name(ctx.agent)
+    with writing(ctx) as changes:
+        entries = prospective_pages(read_pages(ctx.workspace), {})
+        index, _rendered = plan_index(changes, entries)
+        state = plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
+        changes.commit(operation)
+    return index, state
+
+
+def cmd_hydrate(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
+    index, state = _refresh(ctx, "hydrate")
+    return {"ok": True, "index": str(ctx.vault / INDEX_FILE), "indexRefresh": index,
+            "state": state}
+
+
+def cmd_rebuild_index(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
+    index, _state = _refresh(ctx, "rebuild-index")
+    return {"ok": True, "index": str(ctx.vault / INDEX_FILE), **index}
+
+
+def cmd_start(ctx: Context, args: argparse.Namespace) -> str:
+    """Restore context on request (spec 12.6): index plus the latest daily files, no pages."""
+    recent = max(0, min(args.recent, RECENT_MAX))
+    agent = normalize_agent_name(ctx.agent)
+    with writing(ctx) as changes:
+        entries = prospective_pages(read_pages(ctx.workspace), {})
+        _index, rendered = plan_index(changes, entries)
+        daily = daily_files(ctx.workspace)
+        selected = list(reversed(daily[len(daily) - recent:])) if recent else []
+        texts = [(relative, read_document(ctx.workspace, relative, page=False).text)
+                 for relative in selected]
+        plan_state(changes, ctx, entries, len(daily), agent,
+                   {"started": True, "saved": False, "lastStart": local_timestamp()})
+        changes.commit("start")
+    return render_start(rendered, texts, len(daily), len(entries) > SCALE_ALERT_PAGES)
+
+
+def cmd_append(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
+    """One scratchpad entry in its own file (spec 12.8); the session stays open."""
+    payload = load_payload(ctx, args.payload)
+    entry = clean_text(payload.get("entry"), "`entry`")
+    reject_conflict_markers(entry, "`entry`")
+    agent = payload_agent(ctx, payload)
+    with writing(ctx) as changes:
+        relative = plan_daily_entry(changes, "scratchpad", agent, entry)
+        entries = prospective_pages(read_pages(ctx.workspace), {})
+        plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)) + 1, agent)
+        changes.commit("append")
+    return {"ok": True, "dailyLog": str(ctx.workspace / relative), "kind": "scratchpad",
+            "agent": agent}
+
+
+def cmd_upsert(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
+    """Create or replace one complete page (spec 12.10)."""
+    payload = load_payload(ctx, args.payload)
+    filename, content = prepare_page_text(payload)
+    agent = payload_agent(ctx, payload)
+    with writing(ctx) as changes:
+        pages = read_pages(ctx.workspace)
+        filename, existed = check_page_target(ctx.workspace, filename,
+                                              payload.get("expectedSha256"), pages)
+        entries = prospective_pages(pages, {filename: content})
+        changes.put(f"{VAULT_DIR}/pages/{filename}", content)
+        index, _rendered = plan_index(changes, entries)
+        plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
+        changes.commit("upsert")
+    return {"ok": True, "action": "updated" if existed else "created",
+            "page": str(ctx.vault / "pages" / filename), "sha256": sha256_text(content),
+            "indexChanged": index["rebuilt"]}
+
+
+def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
+    """Save the session on explicit request (spec 12.11): pages, index, one session entry and
+    saved state, validated as a whole and written as one crash-consistent change set."""
+    if not args.confirm_explicit_user_end:
+        raise VaultError(END_CONFIRMATION_ERROR)
+    payload = load_payload(ctx, args.payload)
+    summary = clean_text(payload.get("dailySummary"), "`dailySummary`")
+    reject_conflict_markers(summary, "`dailySummary`")
+    if payload.get("indexUpdates") not in (None, []):
+        raise VaultError("`indexUpdates` are not accepted: the index is generated from page "
+                         "summaries. Put each description in its page's `summary`.")
+    items = payload.get("pages", [])
+    if not isinstance(items, list):
+        raise VaultError("`pages` must be an array of page objects.")
+    prepared: Dict[str, Tuple[str, object]] = {}
+    seen: Dict[str, str] = {}
+    for item in items:
+        filename, content = prepare_page_text(item)
+        first = seen.setdefault(fold_name(filename), filename)
+        if first != filename or filename in prepared:
+            raise VaultError(f"The payload lists the page {filename} twice"
+                             + (f" (also as {first})" if first != filename else "")
+                             + "; send each page once.")
+        prepared[filename] = (content, item.get("expectedSha256"))
+    agent = payload_agent(ctx, payload)
+    with writing(ctx) as changes:
+        pages = read_pages(ctx.workspace)
+        targets = {check_page_target(ctx.workspace, filename, expected, pages)[0]: content
+                   for filename, (content, expected) in prepared.items()}
+        entries = prospective_pages(pages, targets)
+        for filename, content in targets.items():
+            changes.put(f"{VAULT_DIR}/pages/{filename}", content)
+        daily_log = plan_daily_entry(changes, "session", agent, summary)
+        plan_index(changes, entries)
+        plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)) + 1, agent,
+                   {"saved": True, "lastSave": local_timestamp()})
+        changes.commit("end")
+    return {"ok": True, "dailyLog": str(ctx.workspace / daily_log),
+            "pagesWritten": len(prepared),
+            "pages": [str(ctx.vault / "pages" / name) for name in targets],
+            "index": str(ctx.vault / INDEX_FILE), "memorySaved": True, "agent": agent}
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-over between engines (spec section 12.1)
+# ---------------------------------------------------------------------------------------------
+
+INSTALL_COMMANDS = ("init", "migrate", "upgrade")
+
+
+def _descriptor(stream: IO[bytes]) -> Optional[int]:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def reexecute(runtime: Path, argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes],
+              stderr: IO[bytes]) -> int:
+    """Run `argv` in the project runtime with our standard streams and return its exit code."""
+    for stream in (stdout, stderr):
+        stream.flush()
+    descriptors = [_descriptor(stream) for stream in (stdin, stdout, stderr)]
+    pipes = [subprocess.PIPE if descriptor is None else descriptor for descriptor in descriptors]
+    try:
+        process = subprocess.Popen([sys.executable, "-I", str(runtime), *argv],
+                                   stdin=pipes[0], stdout=pipes[1], stderr=pipes[2])
+    except OSError as exc:
+        raise VaultError(f"Cannot run the project runtime {RUNTIME_PATH}: {exc}") from exc
+    output, errors = process.communicate(stdin.read() if descriptors[0] is None else None)
+    for stream, data in ((stdout, output), (stderr, errors)):
+        if data:
+            stream.write(data)
+            stream.flush()
+    return process.returncode
+
+
+def hand_over(ctx: Context, command: str, argv: Sequence[str], stdin: IO[bytes],
+              stdout: IO[bytes], stderr: IO[bytes]) -> Optional[int]:
+    """Delegate to a newer compatible project runtime, or refuse a mutation that would bypass
+    an older or unknown one. None means: run the command here."""
+    runtime = ctx.workspace / RUNTIME_PATH
+    if is_own_file(runtime):
+        return None
+    health = project_runtime(ctx.workspace)
+    if health["newer"]:
+        return reexecute(runtime, argv, stdin, stdout, stderr)
+    if command in READ_ONLY_COMMANDS or command in INSTALL_COMMANDS:
+        return None
+    if not health["exists"]:
+        if command == "hydrate":
+            raise VaultError(f"`hydrate` needs the project runtime {RUNTIME_PATH}, which is "
+                             "missing; run `init` to install it.")
+        return None
+    if not health["compatible"]:
+        raise VaultError(f"The project runtime {RUNTIME_PATH} is not a compatible EchoesVault "
+                         f"engine ({health['error']}). It is never overwritten: move it aside "
+                         "and run `init`.")
+    if not health["current"]:
+        raise VaultError(f"The project runtime is engine {health['engineVersion']}, older than "
+                         f"this engine {ENGINE_VERSION}: run `upgrade` first, then retry.")
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1681,13 +3137,24 @@ def _emit(stream: IO[bytes], text: str) -> None:
 
 
 def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]) -> int:
-    """Run one command; returns the exit code. Output is always UTF-8, whatever the locale."""
+    """Run one command; returns the exit code. Output is always UTF-8, whatever the locale.
+
+    A newer compatible project runtime runs the command instead (spec section 12.1)."""
+    ctx: Optional[Context] = None
     try:
         args = build_parser().parse_args(list(argv))
+        if args.command == "end" and not args.confirm_explicit_user_end:
+            raise VaultError(END_CONFIRMATION_ERROR)
         ctx = Context(resolve_workspace(args.workspace), args.agent, args.adapter_version, stdin)
+        delegated = hand_over(ctx, args.command, argv, stdin, stdout, stderr)
+        if delegated is not None:
+            return delegated
         result = HANDLERS[args.command](ctx, args)
     except VaultError as exc:
-        _emit(stderr, json.dumps({"ok": False, "error": str(exc)}, ensure_ascii=False) + "\n")
+        message = str(exc)
+        if ctx is not None and ctx.recovered:
+            message += " " + recovery_note(ctx.recovered)
+        _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
         return 2
     except KeyboardInterrupt:
         _emit(stderr, json.dumps({"ok": False, "error": "Interrupted."}) + "\n")
@@ -1696,6 +3163,11 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         message = f"Internal error ({type(exc).__name__}): {exc}"
         _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
         return 2
+    if ctx.recovered:
+        if isinstance(result, str):
+            result = f"> {recovery_note(ctx.recovered)}\n\n{result}"
+        else:
+            result["recovered"] = ctx.recovered
     if isinstance(result, str):
         _emit(stdout, result)
     else:

@@ -1,0 +1,322 @@
+"""`echoes-lint ci`: the read-only pull-request gate that the GitHub Action (`action.yml`) runs.
+
+One scan serves the whole report: `run_checks` lints the vault and returns its `Scan`, and the
+status figures come from that same scan. Nothing in the repository is written; the only files
+touched are the ones GitHub Actions hands the step (`$GITHUB_STEP_SUMMARY`, `$GITHUB_OUTPUT`)
+and an optional SARIF log.
+
+Exit status: 0 when the gate passes, 1 when it fails under `--fail-on`, 2 for a usage,
+configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, Optional
+
+from echoes_lint import __version__, engine
+from echoes_lint.check import error, write_text
+from echoes_lint.checker import CheckResult, run_checks
+from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
+from echoes_lint.findings import RULES, Finding, Severity
+from echoes_lint.report import ReportInput, render
+from echoes_lint.report._common import summary_line
+
+# GitHub shows at most 10 annotations of each type per step and drops the rest silently.
+ANNOTATION_LIMIT = 10
+# GitHub discards a step summary over 1 MiB whole; the findings table stops well before that.
+SUMMARY_TABLE_BUDGET = 512 * 1024
+
+
+class UsageError(Exception):
+    """Bad command-line arguments (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _boolean(value: str) -> bool:
+    """Action inputs are strings; accept the spellings YAML 1.2 gives booleans."""
+    folded = value.strip().casefold()
+    if folded not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {value!r}")
+    return folded == "true"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="echoes-lint ci",
+        description="Read-only EchoesVault status and lint gate for CI: a report in the log, "
+                    "annotations, a job summary and step outputs under GitHub Actions.",
+    )
+    parser.add_argument("--workspace", default=".", metavar="DIR",
+                        help="a directory inside the repository (default: the current one)")
+    parser.add_argument("--vault-dir", default=None, metavar="PATH",
+                        help="the EchoesVault folder, relative to the repository root")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="read this TOML file instead of .echoes-lint.toml / pyproject.toml")
+    parser.add_argument("--select", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to check (replaces `select`)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to skip (adds to `ignore`)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
+                        help="fail on errors or an unhealthy status, on warnings too, or never "
+                             "(default: the configured `fail-on`, else error)")
+    parser.add_argument("--annotations", type=_boolean, default=None, metavar="BOOL",
+                        help="emit ::error/::warning annotations (default: under GitHub Actions)")
+    parser.add_argument("--summary", type=_boolean, default=True, metavar="BOOL",
+                        help="append a Markdown report to $GITHUB_STEP_SUMMARY (default: true)")
+    parser.add_argument("--sarif", default=None, metavar="FILE",
+                        help="also write a SARIF 2.1.0 log to FILE")
+    parser.add_argument("--args", default="", metavar="STRING",
+                        help="more of these options in one string, split into words like a "
+                             "shell would but never run by one (the Action's `args` input)")
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse argv, then the words of `--args` on top of it."""
+    parser = build_parser()
+    options = parser.parse_args(list(argv))
+    extra = options.args
+    if extra.strip():
+        try:
+            words = shlex.split(extra)
+        except ValueError as exc:
+            raise UsageError(f"--args: cannot split {extra!r} into words: {exc}") from None
+        options.args = ""
+        parser.parse_args(words, namespace=options)
+        if options.args:
+            raise UsageError("--args cannot contain --args")
+    return options
+
+
+# ---------------------------------------------------------------------------------------------
+# Facts shared by the log, the summary and the outputs
+# ---------------------------------------------------------------------------------------------
+
+
+def fix_commands(result: CheckResult, git: Mapping[str, Any]) -> list[str]:
+    """The engine's Git readiness fixes, rebuilt from its lists so that they run from the
+    repository root (the engine's own are relative to the vault's parent folder)."""
+    return engine.git_fix_commands(
+        *([result.prefix + path for path in git[key]]
+          for key in ("trackedLocalFiles", "untrackedDurableFiles", "ignoredDurableFiles"))
+    )
+
+
+def status_issues(health: Mapping[str, Any]) -> list[str]:
+    """Every status issue as `key: item`, named and ordered as `echoes-lint status` reports."""
+    issues = [f"{key}: {item}" for key in engine.HEALTH_ISSUE_KEYS for item in health[key]]
+    if not health["stateFile"]["valid"]:
+        issues.append(f"stateFile: {health['stateFile']['error']}")
+    return issues
+
+
+def card(report: Mapping[str, Any]) -> str:
+    """The engine's status card without its Git fix block: CI prints the commands once,
+    relative to the repository root."""
+    health = report["health"]
+    quiet = {**health, "git": {**health["git"], "suggestedCommands": []}}
+    return engine.status_card({**report, "health": quiet})
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def failure(fail_on: str, integrity: str, errors: int, warnings: int) -> Optional[str]:
+    """Why the gate fails, or None when it passes."""
+    if fail_on == "never":
+        return None
+    reasons = []
+    if errors:
+        reasons.append(_count(errors, "error"))
+    if warnings and fail_on == "warning":
+        reasons.append(_count(warnings, "warning"))
+    if integrity != "healthy":
+        reasons.append(f"integrity {integrity}")
+    return ", ".join(reasons) or None
+
+
+# ---------------------------------------------------------------------------------------------
+# The log, the annotations, the summary and the outputs
+# ---------------------------------------------------------------------------------------------
+
+
+def log_text(report: Mapping[str, Any], result: CheckResult, commands: Sequence[str],
+             issues: Sequence[str], final: str) -> str:
+    """The human report: status card, status issues, every finding with its source line."""
+    parts = [card(report)]
+    if issues:
+        parts.append("Status issues:\n" + "".join(f"  {issue}\n" for issue in issues))
+    parts.append(render("full", ReportInput(result.findings, __version__, result.sources())))
+    if commands:
+        parts.append("Fix commands (run them from the repository root):\n"
+                     + "".join(f"  {command}\n" for command in commands))
+    parts.append(final + "\n")
+    return "\n".join(parts)
+
+
+def annotation_commands(findings: Sequence[Finding]) -> str:
+    """`::error`/`::warning` commands for the first findings of each type, then one notice
+    saying how many more there are (GitHub would drop them without a word)."""
+    shown: list[Finding] = []
+    kept = {Severity.ERROR: 0, Severity.WARNING: 0}
+    hidden = {Severity.ERROR: 0, Severity.WARNING: 0}
+    for finding in findings:
+        if kept[finding.severity] < ANNOTATION_LIMIT:
+            kept[finding.severity] += 1
+            shown.append(finding)
+        else:
+            hidden[finding.severity] += 1
+    text = render("github", ReportInput(shown, __version__))
+    more = [_count(count, f"more {severity.value}") for severity, count in hidden.items() if count]
+    if more:
+        text += (f"::notice title=echoes-lint::{' and '.join(more)} not annotated here "
+                 f"(GitHub shows {ANNOTATION_LIMIT} per type); the log and the job summary "
+                 "list every finding.\n")
+    return text
+
+
+def _cell(text: str) -> str:
+    """Table-cell Markdown: one line, `|` escaped, HTML outside code spans neutralised."""
+    text = " ".join(text.split())
+    pieces = text.split("`")
+    if len(pieces) % 2 == 0:  # an unpaired backtick is literal text: escape everything
+        pieces = [text]
+    for index in range(0, len(pieces), 2):
+        pieces[index] = (pieces[index].replace("&", "&amp;").replace("<", "&lt;")
+                         .replace(">", "&gt;"))
+    return "`".join(pieces).replace("|", "\\|")
+
+
+def _fence(texts: Sequence[str], minimum: int) -> str:
+    """Backticks that no backtick run in the texts can close early."""
+    longest = max((len(run) for text in texts for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(minimum, longest + 1)
+
+
+def _code(text: str) -> str:
+    """A table-cell code span that holds any text."""
+    fence = _fence([text], 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded}{fence}".replace("|", "\\|")
+
+
+def findings_table(findings: Sequence[Finding]) -> str:
+    """Rule | File:line | Message rows, cut short (with a note) past the size budget."""
+    rows = ["| Rule | File:line | Message |\n", "| --- | --- | --- |\n"]
+    size = 0
+    for number, finding in enumerate(findings):
+        row = (f"| {_code(finding.code)} {RULES[finding.code].name} "
+               f"| {_code(f'{finding.path}:{finding.line}')} | {_cell(finding.message)} |\n")
+        size += len(row.encode("utf-8"))
+        if size > SUMMARY_TABLE_BUDGET:
+            rows.append(f"\n{len(findings) - number} more findings are listed in the log.\n")
+            break
+        rows.append(row)
+    return "".join(rows)
+
+
+def summary_markdown(report: Mapping[str, Any], findings: Sequence[Finding],
+                     commands: Sequence[str], issues: Sequence[str], final: str) -> str:
+    """The job summary: the status card and the verdict, the findings table, the fix commands,
+    then the status issues folded away (the card counts them; most are findings too)."""
+    parts = [card(report), f"**{final}**\n"]
+    table = f"**Lint findings**: {summary_line(findings)}\n"
+    parts.append(table + "\n" + findings_table(findings) if findings else table)
+    if commands:
+        fence = _fence(commands, 3)
+        parts.append("**Fix commands** (run them from the repository root)\n\n"
+                     f"{fence}sh\n" + "".join(f"{command}\n" for command in commands)
+                     + f"{fence}\n")
+    if issues:
+        parts.append(f"<details><summary>Status issues ({len(issues)})</summary>\n\n"
+                     + "".join(f"- {_cell(issue)}\n" for issue in issues) + "\n</details>\n")
+    return "\n".join(parts)
+
+
+def output_lines(name: str, value: str) -> str:
+    """One `$GITHUB_OUTPUT` entry. A value with a line break takes the heredoc form, with a
+    delimiter derived from the value, which therefore cannot occur in it."""
+    if "\n" not in value and "\r" not in value:
+        return f"{name}={value}\n"
+    delimiter = "ECHOES_LINT_" + hashlib.sha256(value.encode("utf-8")).hexdigest()
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def _append(path: str, text: str) -> None:
+    with open(path, "a", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        return _run(parse_args(argv))
+    except (UsageError, ConfigError) as exc:
+        return error(str(exc))
+    except OSError as exc:
+        return error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+    except KeyboardInterrupt:
+        return error("interrupted")
+    except Exception as exc:  # one line on stderr, never a traceback
+        return error(f"internal error ({type(exc).__name__}): {exc}")
+
+
+def _run(options: argparse.Namespace) -> int:
+    workspace = Path(options.workspace)
+    config = load_config(workspace, Path(options.config)) if options.config else None
+    result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
+                        select=split_codes(options.select), ignore=split_codes(options.ignore))
+    fail_on = options.fail_on or result.config.fail_on
+    report = engine.inspect_report(result.scan)
+    health = report["health"]
+    errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)
+    warnings = len(result.findings) - errors
+    commands = fix_commands(result, health["git"])
+    issues = status_issues(health)
+    reason = failure(fail_on, health["integrity"], errors, warnings)
+    final = (f"echoes-lint ci: failed (fail-on {fail_on}): {reason}." if reason
+             else f"echoes-lint ci: passed (fail-on {fail_on}).")
+
+    outputs = {
+        "integrity": health["integrity"],
+        "issue-count": str(health["issueCount"]),
+        "error-count": str(errors),
+        "warning-count": str(warnings),
+    }
+    if options.sarif:
+        sarif_path = Path(options.sarif).absolute()
+        sarif_path.parent.mkdir(parents=True, exist_ok=True)
+        sarif_path.write_text(
+            render("sarif", ReportInput(result.findings, __version__,
+                                        workspace_uri=result.repo_root.as_uri())),
+            encoding="utf-8", newline="\n")
+        outputs["sarif-file"] = str(sarif_path)
+
+    annotate = options.annotations
+    if annotate is None:
+        annotate = os.environ.get("GITHUB_ACTIONS") == "true"
+    write_text(log_text(report, result, commands, issues, final)
+               + (annotation_commands(result.findings) if annotate else ""), None)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if options.summary and summary_file:
+        _append(summary_file, summary_markdown(report, result.findings, commands, issues, final))
+    output_file = os.environ.get("GITHUB_OUTPUT")
+    if output_file:
+        _append(output_file, "".join(output_lines(name, value) for name, value in outputs.items()))
+    return 1 if reason else 0

@@ -1,0 +1,175 @@
+"""Configuration of `echoes-lint check`: `[tool.echoes-lint]` in pyproject.toml or `.echoes-lint.toml`.
+
+```toml
+[tool.echoes-lint]            # in .echoes-lint.toml the keys sit at the top level
+select = ["EV"]               # codes or code prefixes; default: every rule
+ignore = ["EV050"]
+vault-dir = "docs/EchoesVault" # relative to the repository root
+fail-on = "error"             # "error" (default), "warning" or "never"
+
+[tool.echoes-lint.per-file-ignores]
+"EchoesVault/pages/legacy-*.md" = ["EV050"]
+```
+
+`.echoes-lint.toml` wins over pyproject.toml, as a dedicated file should. Unknown keys, unknown
+codes and wrong types are errors: a typo must not silently switch a check off.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from echoes_lint.findings import RULES
+
+DEDICATED_FILE = ".echoes-lint.toml"
+PYPROJECT_FILE = "pyproject.toml"
+FAIL_ON = ("error", "warning", "never")
+_KEYS = ("select", "ignore", "per-file-ignores", "vault-dir", "fail-on")
+
+
+class ConfigError(Exception):
+    """A usage or configuration problem: `echoes-lint: error: ...` on stderr, exit 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()
+    """Codes or code prefixes to check; empty means every rule."""
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(glob relative to the repository root, codes or prefixes) pairs."""
+    vault_dir: Optional[str] = None
+    """The EchoesVault folder relative to the repository root; None means `EchoesVault`."""
+    fail_on: str = "error"
+    source: Optional[Path] = None
+    """The file the configuration came from, for messages."""
+
+
+def validate_codes(codes: Iterable[str], origin: str) -> tuple[str, ...]:
+    """Upper-case codes or prefixes, each matching at least one rule (`EV` matches all)."""
+    result = []
+    for raw in codes:
+        code = raw.strip().upper()
+        if not code:
+            continue
+        if not any(rule.startswith(code) for rule in RULES):
+            raise ConfigError(f"unknown rule code {raw.strip()!r} in {origin} "
+                              f"(run `echoes-lint rule --all` for the list)")
+        result.append(code)
+    return tuple(result)
+
+
+def split_codes(values: Sequence[str]) -> list[str]:
+    """`--select EV001,EV002 --select EV010` -> ["EV001", "EV002", "EV010"]."""
+    return [part for value in values for part in value.replace(",", " ").split()]
+
+
+def enabled_codes(select: Sequence[str], ignore: Sequence[str]) -> frozenset[str]:
+    """The rule codes left after selecting (prefixes; empty = all) and then ignoring."""
+    chosen = [code for code in RULES if not select or code.startswith(tuple(select))]
+    return frozenset(code for code in chosen if not code.startswith(tuple(ignore)))
+
+
+def ignored_by_path(config: Config, path: str) -> tuple[str, ...]:
+    """Codes or prefixes that per-file-ignores switch off for a repository-relative path.
+
+    A pattern with a `/` matches the whole path; a bare pattern also matches the file name."""
+    name = path.rsplit("/", 1)[-1]
+    codes: list[str] = []
+    for pattern, pattern_codes in config.per_file_ignores:
+        if fnmatch.fnmatchcase(path, pattern) or ("/" not in pattern
+                                                  and fnmatch.fnmatchcase(name, pattern)):
+            codes.extend(pattern_codes)
+    return tuple(codes)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        try:
+            import tomli as tomllib
+        except ImportError as exc:
+            raise ConfigError(f"reading {path} needs the `tomli` package on Python < 3.11; "
+                              "run `pip install tomli`") from exc
+    try:
+        with path.open("rb") as handle:
+            data: dict[str, Any] = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    return data
+
+
+def _string_list(value: object, key: str, origin: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"`{key}` in {origin} must be a list of strings")
+    return list(value)
+
+
+def _parse(table: object, origin: str, source: Path) -> Config:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{origin} must be a table")
+    unknown = sorted(set(table) - set(_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown key `{unknown[0]}` in {origin}; "
+                          f"expected one of: {', '.join(_KEYS)}")
+    select = validate_codes(_string_list(table.get("select", []), "select", origin),
+                            f"`select` of {origin}")
+    ignore = validate_codes(_string_list(table.get("ignore", []), "ignore", origin),
+                            f"`ignore` of {origin}")
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"`per-file-ignores` in {origin} must be a table of glob = [codes]")
+    per_file_ignores = tuple(
+        (pattern[2:] if pattern.startswith("./") else pattern,
+         validate_codes(_string_list(codes, f"per-file-ignores.{pattern}", origin),
+                        f"`per-file-ignores` of {origin}"))
+        for pattern, codes in sorted(per_file.items())
+    )
+    vault_dir = table.get("vault-dir")
+    if vault_dir is not None and (not isinstance(vault_dir, str) or not vault_dir.strip()):
+        raise ConfigError(f"`vault-dir` in {origin} must be a non-empty string")
+    fail_on = table.get("fail-on", "error")
+    if fail_on not in FAIL_ON:
+        raise ConfigError(f"`fail-on` in {origin} must be one of: {', '.join(FAIL_ON)}")
+    return Config(select, ignore, per_file_ignores, vault_dir, fail_on, source)
+
+
+def load_config(workspace: Path, explicit: Optional[Path] = None) -> Config:
+    """The configuration for a repository root: `explicit`, else `.echoes-lint.toml`, else the
+    `[tool.echoes-lint]` table of pyproject.toml, else defaults."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"configuration file not found: {explicit}")
+        candidates = [explicit]
+    else:
+        candidates = [workspace / DEDICATED_FILE, workspace / PYPROJECT_FILE]
+    for path in candidates:
+        if path.name == PYPROJECT_FILE:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                continue
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read {path}: {exc}") from exc
+            # Most pyproject files never mention us: skip the TOML parse (and its import).
+            if "echoes-lint" not in text:
+                if explicit is not None:
+                    return Config(source=path)
+                continue
+            tool = _load_toml(path).get("tool")
+            if not isinstance(tool, dict) or "echoes-lint" not in tool:
+                if explicit is not None:
+                    return Config(source=path)
+                continue
+            return _parse(tool["echoes-lint"], f"[tool.echoes-lint] of {path}", path)
+        if path.is_file():
+            return _parse(_load_toml(path), str(path), path)
+    return Config()

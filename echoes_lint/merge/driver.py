@@ -1,0 +1,290 @@
+"""`echoes-lint merge-driver %O %A %B %P`: a frontmatter-aware Git merge driver for pages.
+
+Git's merge-driver contract: %O holds the common ancestor, %A our version and %B theirs; the
+driver writes the result into %A and exits 0 when the merge is clean, non-zero (with conflict
+markers left in %A) otherwise. Git runs it from the top of the work tree.
+
+Frontmatter is merged key by key (see `merge_frontmatter`), the body line by line with
+`git merge-file`, and the result is validated by the engine: a merge that would leave an invalid
+page is reported as a conflict, never written as a silently broken page. A side whose frontmatter
+cannot be split into keys falls back to a plain `git merge-file` of the whole file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Set, Tuple, TypeVar
+
+from echoes_lint import engine
+
+Lines = Tuple[str, ...]
+T = TypeVar("T")
+# Lines of the frontmatter before its first key (comments, blank lines) merge as one unit under
+# this name, which no real key can have.
+HEAD = ""
+# Problems that leave no trustworthy key layout to merge key by key.
+_STRUCTURAL_KINDS = frozenset({
+    "frontmatter-missing",
+    "frontmatter-unclosed",
+    "frontmatter-key-syntax",
+    "frontmatter-duplicate-key",
+})
+STYLES = ("merge", "diff3", "zdiff3")
+
+
+class DriverError(Exception):
+    """The merge could not be attempted; %A is left untouched (Git then reports a conflict)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """A page split for merging. `units` maps each key (and HEAD) to its raw lines: the key line
+    and every following line up to the next key, in file order."""
+
+    prefix: Lines
+    units: Dict[str, Lines]
+    close: str
+    body: str
+
+
+def split_page(text: str) -> Optional[Page]:
+    """Split page text at the engine's frontmatter boundaries, or None when it has none usable."""
+    meta = engine.parse_frontmatter(text)
+    if meta.close_line is None or any(p.kind in _STRUCTURAL_KINDS for p in meta.problems):
+        return None
+    lines = text.split("\n")
+    starts = [field.line for field in meta.fields.values()]
+    bounds = [meta.open_line, *starts, meta.close_line]
+    units: Dict[str, Lines] = {HEAD: tuple(lines[meta.open_line:bounds[1] - 1])}
+    for position, key in enumerate(meta.fields):
+        units[key] = tuple(lines[bounds[position + 1] - 1:bounds[position + 2] - 1])
+    head = "\n".join(lines[:meta.close_line]) + "\n"
+    return Page(tuple(lines[:meta.open_line]), units, lines[meta.close_line - 1],
+                text[len(head):])
+
+
+def classify(base: Optional[T], ours: Optional[T], theirs: Optional[T]) -> str:
+    """How one unit changed: `unchanged`, `ours` or `theirs` (one side only), `same` (both sides,
+    identically) or `conflict` (both sides, differently). None means absent on that side."""
+    if ours == theirs:
+        return "unchanged" if ours == base else "same"
+    if ours == base:
+        return "theirs"
+    if theirs == base:
+        return "ours"
+    return "conflict"
+
+
+@dataclasses.dataclass(frozen=True)
+class Markers:
+    """How conflicts are written: Git's labels, `merge.conflictStyle` and marker size (%L)."""
+
+    ours: str = "ours"
+    base: str = "base"
+    theirs: str = "theirs"
+    style: str = "merge"
+    size: int = 7
+
+    def block(self, ours: Lines, base: Lines, theirs: Lines) -> List[str]:
+        lines = ["<" * self.size + " " + self.ours, *ours]
+        if self.style != "merge":
+            lines += ["|" * self.size + " " + self.base, *base]
+        return [*lines, "=" * self.size, *theirs, ">" * self.size + " " + self.theirs]
+
+
+@dataclasses.dataclass(frozen=True)
+class FrontmatterMerge:
+    """The merged lines between the fences (with conflict markers) and the conflicting keys."""
+
+    lines: List[str]
+    conflicts: List[str]
+
+
+def merge_frontmatter(base: Optional[Page], ours: Page, theirs: Page,
+                      markers: Markers) -> FrontmatterMerge:
+    """Merge frontmatter key by key in three ways.
+
+    A key changed on one side takes that side (a deletion included); the same change on both
+    sides is taken once; different changes, or a deletion against a modification, conflict. Keys
+    keep our order, keys only on their side follow in their order. A key the merge changed is
+    turned into a conflict when the engine finds it invalid in the result (a summary over the
+    length limit or on several lines, a deleted required key, ...).
+    """
+    base_units = base.units if base is not None else {HEAD: ()}
+    order = list(ours.units) + [key for key in theirs.units if key not in ours.units]
+    taken: Dict[str, Lines] = {}
+    changed: Set[str] = set()
+    conflicts = []
+    for key in order:
+        sides = (base_units.get(key), ours.units.get(key), theirs.units.get(key))
+        change = classify(*sides)
+        if change == "conflict":
+            conflicts.append(key)
+            continue
+        if change != "unchanged":
+            changed.add(key)
+        taken[key] = (sides[2] if change == "theirs" else sides[1]) or ()
+    validated = "\n".join(["---", *(line for key in order if key in taken for line in taken[key]),
+                           "---", ""])
+    for problem in engine.parse_frontmatter(validated).problems:
+        if problem.key in changed and problem.key not in conflicts:
+            conflicts.append(problem.key)
+    lines: List[str] = []
+    for key in order:
+        if key in conflicts:
+            lines += markers.block(ours.units.get(key) or (), base_units.get(key) or (),
+                                   theirs.units.get(key) or ())
+        else:
+            lines += taken[key]
+    return FrontmatterMerge(lines, [key for key in order if key in conflicts])
+
+
+def trivial_merge(base: str, ours: str, theirs: str) -> Optional[str]:
+    """The result when at most one side changed, without running a line merge."""
+    if ours == theirs or theirs == base:
+        return ours
+    if ours == base:
+        return theirs
+    return None
+
+
+def git_merge_file(ours: Path, base: Path, theirs: Path, markers: Markers,
+                   cwd: Path) -> Tuple[bytes, bool]:
+    """(result, clean) of `git merge-file -p` with the given labels, style and marker size."""
+    style = [] if markers.style == "merge" else [f"--{markers.style}"]
+    command = ["git", "merge-file", "-p", "-q", *style, f"--marker-size={markers.size}",
+               "-L", markers.ours, "-L", markers.base, "-L", markers.theirs,
+               str(ours), str(base), str(theirs)]
+    try:
+        completed = subprocess.run(command, cwd=str(cwd), capture_output=True, check=False)
+    except OSError as exc:
+        raise DriverError(f"cannot run git merge-file: {exc}") from exc
+    # Exit status: the number of conflicts (0 = clean); 128 and above (or negative) is an error.
+    if not 0 <= completed.returncode < 128:
+        detail = completed.stderr.decode("utf-8", "replace").strip()
+        raise DriverError(f"git merge-file failed: {detail or completed.returncode}")
+    return completed.stdout, completed.returncode == 0
+
+
+def merge_texts(base: str, ours: str, theirs: str, markers: Markers, cwd: Path) -> Tuple[str, bool]:
+    """Line-merge three texts with `git merge-file` semantics: (result, clean)."""
+    trivial = trivial_merge(base, ours, theirs)
+    if trivial is not None:
+        return trivial, True
+    with tempfile.TemporaryDirectory(prefix="echoes-merge-") as folder:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(folder) / name
+            path.write_bytes(text.encode("utf-8"))
+            paths.append(path)
+        result, clean = git_merge_file(paths[0], paths[1], paths[2], markers, cwd)
+    return result.decode("utf-8"), clean
+
+
+@dataclasses.dataclass(frozen=True)
+class PageMerge:
+    text: str
+    clean: bool
+    conflicting_keys: List[str]
+    body_conflict: bool
+
+
+def merge_pages(base: Optional[Page], ours: Page, theirs: Page, markers: Markers,
+                cwd: Path) -> PageMerge:
+    frontmatter = merge_frontmatter(base, ours, theirs, markers)
+    body, body_clean = merge_texts(base.body if base else "", ours.body, theirs.body, markers, cwd)
+    text = "\n".join([*ours.prefix, *frontmatter.lines, ours.close]) + "\n" + body
+    return PageMerge(text, body_clean and not frontmatter.conflicts, frontmatter.conflicts,
+                     not body_clean)
+
+
+def conflict_style(cwd: Path) -> str:
+    configured = engine.run_git(cwd, ["config", "--get", "merge.conflictStyle"])
+    style = (configured or b"").decode("utf-8", "replace").strip().casefold()
+    return style if style in STYLES else "merge"
+
+
+def _decode(data: bytes) -> Optional[str]:
+    text, _problem = engine.decode_text(data)
+    return text
+
+
+def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Markers,
+               cwd: Path) -> Tuple[bytes, bool, List[str]]:
+    """(result bytes for %A, clean, explanations for stderr)."""
+    try:
+        raw = [path.read_bytes() for path in (base_path, ours_path, theirs_path)]
+    except OSError as exc:
+        raise DriverError(f"cannot read a merge input: {exc.strerror or exc}") from exc
+    texts = [_decode(data) for data in raw]
+    pages = [split_page(text) if text is not None else None for text in texts]
+    # No common ancestor (an add/add conflict): Git passes an empty %O.
+    no_base = texts[0] is not None and not texts[0].strip()
+    notes: List[str] = []
+    if pages[1] is not None and pages[2] is not None and (no_base or pages[0] is not None):
+        merged = merge_pages(None if no_base else pages[0], pages[1], pages[2], markers, cwd)
+        text, clean = merged.text, merged.clean
+        if merged.conflicting_keys:
+            keys = ", ".join(f"`{key}`" if key else "comments" for key in merged.conflicting_keys)
+            notes.append(f"frontmatter conflict in {keys}")
+        if merged.body_conflict:
+            notes.append("body conflict")
+    else:
+        notes.append("frontmatter not readable on every side; merged as plain text")
+        result, clean = git_merge_file(ours_path, base_path, theirs_path, markers, cwd)
+        decoded = _decode(result)
+        if decoded is None:
+            return result, False, [*notes, "merged page is not valid UTF-8 text"]
+        text = decoded
+    if clean:
+        _meta, problems = engine.validate_page_text(text)
+        clean = not problems
+        notes += [f"merged page would be invalid, line {problem.line}: {problem.message}"
+                  for problem in problems]
+    newline = "\r\n" if b"\r\n" in raw[1] else "\n"
+    return text.replace("\n", newline).encode("utf-8"), clean, notes
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="echoes-lint merge-driver",
+        description="Git merge driver for EchoesVault pages (configure it with "
+                    "`echoes-lint install-merge-driver`).")
+    parser.add_argument("--workspace", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--marker-size", type=int, default=7, help="conflict marker size (%%L)")
+    parser.add_argument("base", help="common ancestor (%%O)")
+    parser.add_argument("ours", help="our version, replaced by the result (%%A)")
+    parser.add_argument("theirs", help="their version (%%B)")
+    parser.add_argument("path", nargs="?", default=None, help="path in the repository (%%P)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    cwd = Path(args.workspace or os.getcwd())
+    suffix = f":{args.path}" if args.path else ""
+    # Git asks for longer markers in the inner merges of a criss-cross merge; shorter ones would
+    # be invisible to every protocol engine, so never go below the standard seven.
+    markers = Markers(f"ours{suffix}", f"base{suffix}", f"theirs{suffix}", conflict_style(cwd),
+                      max(7, args.marker_size))
+    label = args.path or args.ours
+    try:
+        result, clean, notes = run_driver(Path(args.base), Path(args.ours), Path(args.theirs),
+                                          markers, cwd)
+        Path(args.ours).write_bytes(result)
+    except OSError as exc:
+        sys.stderr.write(f"echoes-lint merge-driver: {label}: cannot write the result: "
+                         f"{exc.strerror or exc}\n")
+        return 2
+    except DriverError as exc:
+        sys.stderr.write(f"echoes-lint merge-driver: {label}: {exc}\n")
+        return 2
+    for note in notes:
+        sys.stderr.write(f"echoes-lint merge-driver: {label}: {note}\n")
+    return 0 if clean else 1

@@ -1,0 +1,533 @@
+"""`echoes-lint resolve [--check]`: guide a merge, rebase, cherry-pick or revert through vault
+conflicts (spec section 14).
+
+It lists every conflicted vault file, from Git's unmerged entries (`git ls-files -u -z`) and from
+the engine's marker scan, with each conflict block's lines and labels, and for pages which
+frontmatter keys and whether the body changed on which side (from index stages 1, 2 and 3).
+`--check` exits 1 while a vault file still has markers or invalid frontmatter; once the vault is
+consistent it runs the project runtime's `hydrate` (initialised workspaces only) and prints the
+status card. It never stages or commits: it prints the `git add` commands for resolved files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from echoes_lint import engine
+from echoes_lint.merge.driver import HEAD, Page, classify, split_page
+
+# Git state paths (under `git rev-parse --git-path`, so linked worktrees work) and what they mean.
+_OPERATIONS = (
+    ("rebase-merge", "rebase"),
+    ("rebase-apply", "rebase"),
+    ("MERGE_HEAD", "merge"),
+    ("CHERRY_PICK_HEAD", "cherry-pick"),
+    ("REVERT_HEAD", "revert"),
+)
+
+
+class ResolveError(Exception):
+    """Not something resolve can work on (no repository, unreadable Git state): exit 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Git facts
+# ---------------------------------------------------------------------------------------------
+
+
+def _git(top: Path, args: Sequence[str], stdin: Optional[bytes] = None) -> bytes:
+    output = engine.run_git(top, args, stdin)
+    if output is None:
+        raise ResolveError(f"`git {' '.join(args)}` failed in {top}")
+    return output
+
+
+def operation_in_progress(top: Path) -> Optional[str]:
+    args = ["rev-parse"]
+    for name, _operation in _OPERATIONS:
+        args += ["--git-path", name]
+    paths = os.fsdecode(_git(top, args)).splitlines()
+    for (name, operation), relative in zip(_OPERATIONS, paths):
+        path = top / relative
+        if path.exists():
+            if name == "rebase-apply" and (path / "applying").exists():
+                return "am"
+            return operation
+    return None
+
+
+def unmerged_entries(top: Path) -> Dict[str, Dict[int, str]]:
+    """path -> {stage: blob id} for every unmerged vault path."""
+    entries: Dict[str, Dict[int, str]] = {}
+    output = _git(top, ["ls-files", "-u", "-z", "--", engine.VAULT_DIR])
+    for record in engine.split_nul(output):
+        info, _tab, path = record.partition("\t")
+        _mode, blob, stage = info.split(" ")
+        entries.setdefault(path, {})[int(stage)] = blob
+    return entries
+
+
+def read_blobs(top: Path, blobs: Sequence[str]) -> Dict[str, bytes]:
+    """Blob contents in one `git cat-file --batch` call."""
+    if not blobs:
+        return {}
+    output = _git(top, ["cat-file", "--batch"], "".join(f"{b}\n" for b in blobs).encode("ascii"))
+    contents: Dict[str, bytes] = {}
+    offset = 0
+    for blob in blobs:
+        header_end = output.index(b"\n", offset)
+        size = int(output[offset:header_end].split(b" ")[2])
+        contents[blob] = output[header_end + 1:header_end + 1 + size]
+        offset = header_end + 1 + size + 1
+    return contents
+
+
+# ---------------------------------------------------------------------------------------------
+# Describing one file
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """One side of a conflict block: its label and its 1-based content lines (first > last when
+    the side has no lines)."""
+
+    label: str
+    first: int
+    last: int
+
+    def describe(self, side: str) -> str:
+        label = f" ({self.label})" if self.label else ""
+        if self.first > self.last:
+            return f"{side}{label} no lines"
+        if self.first == self.last:
+            return f"{side}{label} line {self.first}"
+        return f"{side}{label} lines {self.first}-{self.last}"
+
+    def as_json(self) -> Dict[str, Any]:
+        return {"label": self.label, "firstLine": self.first, "lastLine": self.last}
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    block: engine.ConflictBlock
+    region: str
+    keys: List[str]
+    ours: Optional[Section]
+    base: Optional[Section]
+    theirs: Optional[Section]
+
+    @property
+    def line(self) -> int:
+        return self.block.first_line
+
+    @property
+    def complete(self) -> bool:
+        return None not in (self.block.start, self.block.separator, self.block.end)
+
+    def describe(self) -> str:
+        where = "the body" if self.region == "body" else "the frontmatter"
+        if self.keys:
+            where += " (" + ", ".join(f"`{key}`" for key in self.keys) + ")"
+        if not self.complete:
+            missing = [name for name, line in (("<<<<<<<", self.block.start),
+                                               ("=======", self.block.separator),
+                                               (">>>>>>>", self.block.end)) if line is None]
+            return f"incomplete conflict block in {where}: no {' or '.join(missing)} line"
+        last = self.block.end or self.line
+        sides = [section.describe(side) for side, section in
+                 (("ours", self.ours), ("base", self.base), ("theirs", self.theirs)) if section]
+        return f"conflict in {where}, lines {self.line}-{last}: " + "; ".join(sides)
+
+    def as_json(self) -> Dict[str, Any]:
+        return {
+            "firstLine": self.line,
+            "lastLine": self.block.end,
+            "complete": self.complete,
+            "region": self.region,
+            "keys": self.keys,
+            "ours": self.ours.as_json() if self.ours else None,
+            "base": self.base.as_json() if self.base else None,
+            "theirs": self.theirs.as_json() if self.theirs else None,
+        }
+
+
+def _label(lines: List[str], line: Optional[int]) -> str:
+    return lines[line - 1][8:] if line is not None else ""
+
+
+def _section(lines: List[str], label_line: Optional[int], after: Optional[int],
+             before: Optional[int]) -> Optional[Section]:
+    """The side whose content lies strictly between marker lines `after` and `before`."""
+    if after is None or before is None:
+        return None
+    return Section(_label(lines, label_line), after + 1, before - 1)
+
+
+def _keys_in(lines: List[str], sections: Sequence[Optional[Section]]) -> List[str]:
+    """Frontmatter keys written in any side of a block, read by the engine's parser."""
+    keys: Dict[str, None] = {}
+    for section in sections:
+        if section is not None:
+            chunk = lines[section.first - 1:section.last]
+            meta = engine.parse_frontmatter("\n".join(["---", *chunk, "---", ""]))
+            keys.update(dict.fromkeys(meta.fields))
+    return list(keys)
+
+
+def describe_blocks(text: str, markers: Sequence[Tuple[int, str]],
+                    meta: Optional[engine.PageMeta]) -> Tuple[List[Block], List[int]]:
+    lines = text.split("\n")
+    blocks, bare = engine.conflict_blocks(markers)
+    described = []
+    for block in blocks:
+        ours_end = block.base if block.base is not None else block.separator
+        ours = _section(lines, block.start, block.start, ours_end)
+        base = _section(lines, block.base, block.base, block.separator)
+        theirs = _section(lines, block.end, block.separator, block.end)
+        in_frontmatter = (meta is not None and meta.close_line is not None
+                          and meta.open_line < block.first_line < meta.close_line)
+        keys = _keys_in(lines, (ours, base, theirs)) if in_frontmatter else []
+        described.append(Block(block, "frontmatter" if in_frontmatter else "body", keys,
+                               ours, base, theirs))
+    return described, bare
+
+
+def _presence(value: Optional[object], base: Optional[object]) -> str:
+    if base is None:
+        return "added"
+    return "deleted" if value is None else "changed"
+
+
+def describe_change(change: str, base: Optional[object], ours: Optional[object],
+                    theirs: Optional[object]) -> str:
+    if change == "ours":
+        return f"{_presence(ours, base)} on ours only"
+    if change == "theirs":
+        return f"{_presence(theirs, base)} on theirs only"
+    if change == "same":
+        return f"{_presence(ours, base)} identically on both sides"
+    if _presence(ours, base) == _presence(theirs, base):
+        return f"{_presence(ours, base)} differently on both sides"
+    return f"{_presence(ours, base)} on ours, {_presence(theirs, base)} on theirs"
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyChange:
+    key: str
+    change: str
+    description: str
+
+    @property
+    def name(self) -> str:
+        return f"`{self.key}`" if self.key != HEAD else "comments before the first key"
+
+
+def compare_sides(base: Optional[Page], ours: Page, theirs: Page,
+                  ) -> Tuple[List[KeyChange], Optional[str]]:
+    """Frontmatter keys that differ among base, ours and theirs, and how the body changed."""
+    base_units = base.units if base is not None else {}
+    order = list(dict.fromkeys([*ours.units, *theirs.units, *base_units]))
+    changes = []
+    for key in order:
+        sides = (base_units.get(key), ours.units.get(key), theirs.units.get(key))
+        change = classify(*sides)
+        if change != "unchanged":
+            changes.append(KeyChange(key, change, describe_change(change, *sides)))
+    bodies = (base.body if base is not None else None, ours.body, theirs.body)
+    body_change = classify(*bodies)
+    body = None if body_change == "unchanged" else describe_change(body_change, *bodies)
+    return changes, body
+
+
+def describe_stages(stages: Sequence[int]) -> str:
+    present = set(stages)
+    if present == {1, 2, 3}:
+        return "changed on both sides"
+    if present == {2, 3}:
+        return "added on both sides"
+    if present == {1, 2}:
+        return "changed on ours, deleted on theirs"
+    if present == {1, 3}:
+        return "deleted on ours, changed on theirs"
+    return "only on " + ("ours" if 2 in present else "theirs" if 3 in present else "the base")
+
+
+def _kind(path: str) -> str:
+    if path.startswith(f"{engine.VAULT_DIR}/pages/") and path.count("/") == 2:
+        return "page"
+    if path.startswith(f"{engine.VAULT_DIR}/daily/"):
+        return "daily"
+    return "file"
+
+
+@dataclasses.dataclass
+class FileReport:
+    path: str
+    document: Optional[engine.Document]
+    stages: List[int]
+    exists: bool = True
+    blocks: List[Block] = dataclasses.field(default_factory=list)
+    bare: List[int] = dataclasses.field(default_factory=list)
+    keys: List[KeyChange] = dataclasses.field(default_factory=list)
+    body: Optional[str] = None
+    notes: List[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return _kind(self.path)
+
+
+    @property
+    def all_problems(self) -> List[engine.Problem]:
+        """Page problems; other vault files only need to be free of markers."""
+        if self.document is None or self.kind != "page":
+            return []
+        return self.document.page_problems
+
+    @property
+    def problems(self) -> List[engine.Problem]:
+        """Problems worth showing: the markers themselves, and what they break inside their
+        blocks, are already described by `blocks` and `bare`."""
+        spans = [(block.line, block.block.end or sys.maxsize) for block in self.blocks]
+        return [problem for problem in self.all_problems if problem.kind != "conflict-marker"
+                and not any(first <= problem.line <= last for first, last in spans)]
+
+    @property
+    def clean(self) -> bool:
+        markers = self.document.markers if self.document is not None else []
+        return not engine.has_protocol_conflict(markers) and not self.all_problems
+
+    @property
+    def stage_command(self) -> Optional[str]:
+        if not self.stages or not self.clean:
+            return None
+        verb = "add" if self.exists else "rm"
+        return f"git {verb} -- {engine.shell_quote(self.path)}"
+
+    def lines(self) -> List[str]:
+        """Concise output: `path:line:col: message` where there is a place, else `path: ...`."""
+        out = []
+        summary = []
+        if self.stages:
+            summary.append(f"unmerged, {describe_stages(self.stages)}")
+        if not self.exists:
+            summary.append("missing from the work tree")
+        summary += [f"frontmatter {change.name} {change.description}" for change in self.keys]
+        if self.body:
+            summary.append(f"body {self.body}")
+        summary += self.notes
+        if summary:
+            out.append(f"{self.path}: " + "; ".join(summary))
+        for block in self.blocks:
+            out.append(f"{self.path}:{block.line}:1: {block.describe()}")
+        for line in self.bare:
+            out.append(f"{self.path}:{line}:1: bare `=======` line outside a conflict block "
+                       "(a setext heading underline? protocol engines read it as a marker)")
+        for problem in self.problems:
+            out.append(f"{self.path}:{problem.line}:{problem.col}: {problem.message} "
+                       f"({problem.kind})")
+        return out
+
+    def as_json(self) -> Dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "exists": self.exists,
+            "unmerged": bool(self.stages),
+            "stages": self.stages,
+            "sides": describe_stages(self.stages) if self.stages else None,
+            "clean": self.clean,
+            "blocks": [block.as_json() for block in self.blocks],
+            "bareSeparators": self.bare,
+            "frontmatter": [{"key": change.key, "change": change.change,
+                             "description": change.description} for change in self.keys],
+            "body": self.body,
+            "notes": self.notes,
+            "problems": [{"line": p.line, "col": p.col, "kind": p.kind, "message": p.message}
+                         for p in self.problems],
+        }
+
+
+def _text_of(data: Optional[bytes]) -> Optional[str]:
+    if data is None:
+        return None
+    text, _problem = engine.decode_text(data)
+    return text
+
+
+def _compare_stages(report: FileReport, stage_texts: Dict[int, Optional[str]]) -> None:
+    ours_text, theirs_text = stage_texts.get(2), stage_texts.get(3)
+    if ours_text is None or theirs_text is None:
+        return
+    ours, theirs = split_page(ours_text), split_page(theirs_text)
+    base_text = stage_texts.get(1)
+    base = split_page(base_text) if base_text is not None else None
+    unreadable = [side for side, page, text in (("base", base, base_text), ("ours", ours, ours_text),
+                                                ("theirs", theirs, theirs_text))
+                  if text is not None and page is None]
+    if ours is None or theirs is None or unreadable:
+        report.notes.append("frontmatter cannot be compared: unreadable on "
+                            + " and ".join(unreadable))
+        return
+    report.keys, report.body = compare_sides(base, ours, theirs)
+
+
+def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
+    unmerged = unmerged_entries(top)
+    documents = {document.path: document for document in scan.documents()}
+    reports: Dict[str, FileReport] = {}
+    for path, document in documents.items():
+        if document.markers or (document.meta is not None and document.page_problems) or \
+                path in unmerged:
+            reports[path] = FileReport(path, document, sorted(unmerged.get(path, {})))
+    for path, stages in unmerged.items():
+        if path not in reports:
+            # Unmerged files the scan does not read: assets, raw sources, deleted files.
+            exists = os.path.lexists(top / path)
+            unscanned = engine.read_document(top, path, page=False) if exists else None
+            report = FileReport(path, unscanned, sorted(stages), exists)
+            if unscanned is not None and unscanned.text is None:
+                report.notes.append("not text, so Git kept our version; take theirs with "
+                                    f"`git checkout --theirs -- {engine.shell_quote(path)}`")
+            reports[path] = report
+    blobs = read_blobs(top, sorted({blob for stages in unmerged.values()
+                                    for blob in stages.values()}))
+    for path, report in reports.items():
+        read = report.document
+        if read is not None and read.text is not None:
+            report.blocks, report.bare = describe_blocks(read.text, read.markers, read.meta)
+        if report.kind == "page" and path in unmerged:
+            _compare_stages(report, {stage: _text_of(blobs.get(blob))
+                                     for stage, blob in unmerged[path].items()})
+    return [reports[path] for path in sorted(reports)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Hydrate and output
+# ---------------------------------------------------------------------------------------------
+
+
+def hydrate(top: Path) -> Optional[str]:
+    """Run the project runtime's `hydrate` (spec 12.1: after `init` the project runtime is the
+    execution source); returns the error, or None on success."""
+    command = [sys.executable, "-I", str(top / engine.RUNTIME_PATH), "--workspace", str(top),
+               "hydrate"]
+    try:
+        completed = subprocess.run(command, cwd=str(top), capture_output=True, check=False)
+    except OSError as exc:
+        return f"cannot run the project runtime: {exc}"
+    if completed.returncode == 0:
+        return None
+    detail = completed.stderr.decode("utf-8", "replace").strip()
+    with contextlib.suppress(ValueError, KeyError, TypeError):
+        detail = json.loads(detail)["error"]
+    return f"hydrate failed: {detail or f'exit status {completed.returncode}'}"
+
+
+def _headline(operation: Optional[str], reports: Sequence[FileReport]) -> str:
+    doing = f"{operation} in progress" if operation else \
+        "no merge, rebase, cherry-pick or revert in progress"
+    dirty = sum(1 for report in reports if not report.clean)
+    if dirty:
+        return f"{doing}; {dirty} vault file{'s' if dirty != 1 else ''} to resolve."
+    if any(report.stages for report in reports):
+        return f"{doing}; every conflicted vault file is resolved."
+    return f"{doing}; no vault conflicts."
+
+
+_ADVICE = ("Reconcile each block, delete every marker line, keep valid frontmatter and an accurate "
+           "summary, then run `echoes-lint resolve --check`.")
+
+
+def render_concise(operation: Optional[str], reports: Sequence[FileReport], check: bool,
+                   card: Optional[str], note: Optional[str]) -> str:
+    out = [_headline(operation, reports)]
+    for report in reports:
+        out += report.lines()
+    if any(not report.clean for report in reports):
+        out.append(_ADVICE)
+    commands = [report.stage_command for report in reports if report.stage_command]
+    if note:
+        out.append(note)
+    text = "\n".join(out) + "\n"
+    if card:
+        text += "\n" + card
+    if commands:
+        text += "\nResolved; stage with:\n" + "".join(f"  {command}\n" for command in commands)
+    elif check and not any(report.stages for report in reports):
+        text += "\nNothing to stage.\n"
+    return text
+
+
+def render_json(operation: Optional[str], reports: Sequence[FileReport], check: bool,
+                hydrate_state: Optional[Dict[str, Any]], integrity: Optional[str]) -> str:
+    document = {
+        "ok": all(report.clean for report in reports),
+        "operation": operation,
+        "check": check,
+        "files": [report.as_json() for report in reports],
+        "stageCommands": [report.stage_command for report in reports if report.stage_command],
+        "hydrate": hydrate_state,
+        "integrity": integrity,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="echoes-lint resolve",
+        description="List conflicted EchoesVault files during a merge, rebase, cherry-pick or "
+                    "revert; with --check, verify, hydrate and print the status card.")
+    parser.add_argument("--workspace", default=None, help="repository (default: current directory)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 while markers or invalid frontmatter remain; then hydrate")
+    parser.add_argument("--output-format", choices=("concise", "json"), default="concise")
+    return parser
+
+
+def run(top: Path, check: bool, output_format: str) -> int:
+    operation = operation_in_progress(top)
+    scan = engine.scan_workspace(top)
+    reports = collect(top, scan)
+    clean = all(report.clean for report in reports)
+    card = note = integrity = None
+    hydrate_state: Optional[Dict[str, Any]] = None
+    status = 0
+    if check and not clean:
+        status = 1
+    elif check:
+        initialised = scan.marker_valid and scan.runtime_source is not None
+        error = hydrate(top) if initialised else None
+        hydrate_state = {"ran": initialised, "error": error}
+        if error:
+            note, status = error, 2
+        elif not initialised:
+            note = "Not an initialised vault: hydrate skipped."
+        report = engine.inspect_report(engine.scan_workspace(top) if initialised else scan)
+        card, integrity = engine.status_card(report), report["health"]["integrity"]
+    if output_format == "json":
+        sys.stdout.write(render_json(operation, reports, check, hydrate_state, integrity))
+    else:
+        sys.stdout.write(render_concise(operation, reports, check, card, note))
+    return status
+
+
+def main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    try:
+        top = engine.resolve_workspace(args.workspace)
+        if engine.run_git(top, ["rev-parse", "--show-toplevel"]) is None:
+            raise ResolveError(f"not inside a Git work tree: {top}")
+        return run(top, args.check, args.output_format)
+    except (ResolveError, engine.VaultError) as exc:
+        sys.stderr.write(f"echoes-lint resolve: {exc}\n")
+        return 2

@@ -1,0 +1,78 @@
+"""Entry points of the pre-commit hooks in `.pre-commit-hooks.yaml`, one per hook id.
+
+Each hook checks the files pre-commit passes (none at all is fine: `always_run` hooks still check
+the repository-wide facts from the Git index), prints findings as `path:line:col: CODE message`
+with the exact fix command, and never changes the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import NoReturn, Optional
+
+from echoes_lint.check import error, fast_process, render_result, write_text
+from echoes_lint.checker import exit_code, run_checks
+from echoes_lint.config import ConfigError, load_config
+
+# hook id -> the rule codes (or prefixes) it checks; empty means every rule.
+HOOKS: dict[str, tuple[str, ...]] = {
+    "echoes-lint": (),
+    "echoes-conflict-markers": ("EV001", "EV002"),
+    "echoes-frontmatter": ("EV01",),
+    "echoes-forbid-local-files": ("EV020", "EV021"),
+    "echoes-case-collisions": ("EV030",),
+}
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
+    fast_process()
+    parser = _Parser(prog=hook_id, description=f"pre-commit hook `{hook_id}` of echoes-lint")
+    parser.add_argument("filenames", nargs="*", help="files pre-commit passes")
+    parser.add_argument("--vault-dir", default=None,
+                        help="the EchoesVault folder, relative to the repository root")
+    parser.add_argument("--config", default=None, help="a TOML configuration file")
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        workspace = Path.cwd()
+        config = load_config(workspace, Path(args.config)) if args.config else None
+        result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
+                            config=config, select=HOOKS[hook_id])
+    except (_UsageError, ConfigError) as exc:
+        return error(str(exc))
+    except Exception as exc:  # one line on stderr, never a traceback
+        return error(f"internal error ({type(exc).__name__}): {exc}")
+    code = exit_code(result.findings, result.config.fail_on)
+    if result.findings:
+        write_text(render_result(result, "concise"), None)
+    return code
+
+
+def lint_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-lint", argv)
+
+
+def conflict_markers_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-conflict-markers", argv)
+
+
+def frontmatter_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-frontmatter", argv)
+
+
+def forbid_local_files_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-forbid-local-files", argv)
+
+
+def case_collisions_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-case-collisions", argv)

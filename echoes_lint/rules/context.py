@@ -1,0 +1,71 @@
+"""What every rule sees: one engine `Scan` plus the Git snapshot around it.
+
+Rules are pure functions of a `Context`. Paths inside the scan are relative to the engine workspace
+(the folder that holds `EchoesVault/`); findings carry paths relative to the repository root, so
+`prefix` (for example `docs/`) is prepended by `finding()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from echoes_lint import engine
+from echoes_lint.findings import RULES, Finding, Severity
+
+VAULT_PREFIX = f"{engine.VAULT_DIR}/"
+INDEX_PATH = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
+
+
+@dataclass
+class Context:
+    scan: engine.Scan
+    prefix: str = ""
+    """The engine workspace relative to the repository root: `""` or `docs/`."""
+    in_git: bool = False
+    index: frozenset[str] = frozenset()
+    """Workspace-relative paths in Git's index (tracked or staged) under the vault and the
+    local-only paths. Staged deletions are absent, staged additions present."""
+    passed: Optional[frozenset[str]] = None
+    """Vault files named on the command line or staged (workspace-relative); None when the whole
+    vault is checked."""
+    load_changes: Callable[[], Mapping[str, str]] = dict
+    """Staged status letter (`A`, `M`, `D`, `T`) by path, fetched only if a rule asks."""
+    _changes: Optional[Mapping[str, str]] = field(default=None, repr=False)
+    _vault_paths: Optional[frozenset[str]] = field(default=None, repr=False)
+
+    def path(self, relative: str) -> str:
+        """A workspace-relative path as findings and fix commands show it."""
+        return self.prefix + relative
+
+    def finding(self, code: str, relative: str, line: int, col: int, message: str,
+                fix: Optional[str] = None, severity: Optional[Severity] = None) -> Finding:
+        return Finding(self.path(relative), line, col, code, message,
+                       severity or RULES[code].severity, fix)
+
+    def documents(self) -> Iterator[engine.Document]:
+        """Every vault Markdown file read by the scan, except the generated index."""
+        return (document for document in self.scan.documents() if document.path != INDEX_PATH)
+
+    def staged_changes(self) -> Mapping[str, str]:
+        if self._changes is None:
+            self._changes = self.load_changes() if self.in_git else {}
+        return self._changes
+
+    def is_new(self, relative: str) -> bool:
+        """Not in the last commit: untracked, ignored, staged as added, or outside Git."""
+        return (not self.in_git or relative not in self.index
+                or self.staged_changes().get(relative) == "A")
+
+    def vault_paths(self) -> frozenset[str]:
+        """Every vault path this check knows to exist: the Git index, the files passed, and (for
+        a whole-vault check) what the scan found on disk."""
+        if self._vault_paths is None:
+            paths = {path for path in self.index if path.startswith(VAULT_PREFIX)}
+            paths.update(self.passed or ())
+            if self.passed is None:
+                paths.update(self.scan.files)
+                paths.update(path for path in self.scan.symlinks if path.startswith(VAULT_PREFIX))
+            self._vault_paths = frozenset(paths)
+        return self._vault_paths

@@ -1,0 +1,142 @@
+"""EV050 broken-wikilink: `[[page]]`, `[[page|alias]]`, `[[page#heading]]` and `![[asset]]` that
+point at nothing. Fenced code blocks and inline code spans are skipped, as is frontmatter.
+
+A target resolves like it does in Obsidian: by file name anywhere in the vault (a page name
+through the engine's page-name rules, compared after NFC and case folding), or by a path suffix
+when it contains `/`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Optional
+
+from echoes_lint import engine
+from echoes_lint.findings import Finding
+from echoes_lint.rules.context import VAULT_PREFIX, Context
+
+CODES = frozenset({"EV050"})
+
+_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_TICKS = re.compile(r"`+")
+
+
+def mask_inline_code(line: str) -> str:
+    """The line with every inline code span blanked out (columns are kept)."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        closing = next((j for j in range(index + 1, len(runs))
+                        if runs[j][1] - runs[j][0] == end - start), None)
+        if closing is None:
+            index += 1  # An unmatched run is literal text.
+            continue
+        close_end = runs[closing][1]
+        line = line[:start] + " " * (close_end - start) + line[close_end:]
+        index = closing + 1
+    return line
+
+
+def prose_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """(line number, line with inline code masked) for lines outside fenced code blocks that
+    may hold a link."""
+    fence: Optional[str] = None
+    for number, line in enumerate(text.split("\n"), 1):
+        if number < first_line:
+            continue
+        match = _FENCE.match(line)
+        if fence is None:
+            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+                fence = match.group(1)
+            elif "[[" in line:
+                yield number, mask_inline_code(line) if "`" in line else line
+        elif (match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence)
+              and not match.group(2).strip()):
+            fence = None
+
+
+def links(text: str, first_line: int) -> Iterator[tuple[int, int, re.Match[str]]]:
+    """(line, column, match) of every wikilink outside code, from `first_line` on."""
+    if "`" in text or "~~~" in text:
+        for number, line in prose_lines(text, first_line):
+            for match in _LINK.finditer(line):
+                yield number, match.start() + 1, match
+        return
+    # No code anywhere: search the text directly instead of line by line.
+    start = 0
+    for _ in range(first_line - 1):
+        start = text.find("\n", start) + 1
+        if not start:
+            return
+    for match in _LINK.finditer(text, start):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        yield text.count("\n", 0, match.start()) + 1, match.start() - line_start + 1, match
+
+
+class _Targets:
+    """The vault files the check knows about, by name; folded lookups are built on first need."""
+
+    def __init__(self, paths: frozenset[str]) -> None:
+        self.inner = [path[len(VAULT_PREFIX):] for path in paths if path.startswith(VAULT_PREFIX)]
+        self.names = {path.rpartition("/")[2] for path in self.inner}
+        self._folded_names: Optional[set[str]] = None
+        self._folded_paths: Optional[set[str]] = None
+
+    def resolves(self, target: str) -> bool:
+        if "/" in target:
+            if self._folded_paths is None:
+                self._folded_paths = {engine.fold_name(path) for path in self.inner}
+            key = engine.fold_name(target.strip("/"))
+            keys = (key, key + ".md")
+            suffixes = tuple("/" + k for k in keys)
+            return any(path in keys or path.endswith(suffixes) for path in self._folded_paths)
+        if target in self.names or target + ".md" in self.names:
+            return True  # The common case: the link spells the file name exactly.
+        if self._folded_names is None:
+            self._folded_names = {engine.fold_name(name) for name in self.names}
+        if engine.fold_name(target) in self._folded_names:
+            return True
+        try:
+            page = engine.normalize_page_name(target)
+        except engine.VaultError:
+            return False
+        return engine.fold_name(page) in self._folded_names
+
+
+def _target(inner: str) -> str:
+    # `[[page\|alias]]` is how a link is written inside a Markdown table.
+    target = inner.split("|", 1)[0]
+    target = target[:-1] if target.endswith("\\") else target
+    return target.split("#", 1)[0].strip()
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    targets: Optional[_Targets] = None
+    for document in [*ctx.scan.pages, *ctx.scan.daily]:
+        if document.text is None or "[[" not in document.text:
+            continue
+        meta = document.meta
+        first = meta.close_line + 1 if meta is not None and meta.close_line else 1
+        for line, col, match in links(document.text, first):
+            target = _target(match.group(2))
+            if not target:
+                continue  # `[[#heading]]` points into the same page.
+            if targets is None:
+                targets = _Targets(ctx.vault_paths())
+            if not targets.resolves(target):
+                yield ctx.finding("EV050", document.path, line, col,
+                                  _message(ctx, match.group(0), target, bool(match.group(1))))
+
+
+def _message(ctx: Context, link: str, target: str, embed: bool) -> str:
+    if embed and "." in target.rsplit("/", 1)[-1] and not target.endswith(".md"):
+        return (f"`{link}` embeds a file that is not in the vault; add it under "
+                f"`{ctx.path(engine.VAULT_DIR)}/assets/` or fix the link")
+    try:
+        page = f"`{ctx.path(engine.VAULT_DIR)}/pages/{engine.normalize_page_name(target)}`"
+    except engine.VaultError:
+        return f"`{link}` does not name a valid page; fix the link"
+    return f"`{link}` points to no page: there is no {page}; fix the link or create the page"

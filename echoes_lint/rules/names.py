@@ -1,0 +1,105 @@
+"""EV031 unsafe-page-name: entries of `pages/` that are not pages, page names the engine's name
+rules reject, and vault names Windows cannot check out (a warning)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Optional
+
+from echoes_lint import engine
+from echoes_lint.findings import Finding, Severity
+from echoes_lint.rules.context import VAULT_PREFIX, Context
+
+CODES = frozenset({"EV031"})
+
+PAGES_PREFIX = f"{engine.VAULT_DIR}/pages/"
+_WINDOWS_RESERVED = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])", re.IGNORECASE)
+_WINDOWS_FORBIDDEN = re.compile(r'[<>:"|?*\\\x00-\x1f]')
+# One cheap search rules out almost every name before the precise checks.
+_SUSPECT = re.compile(r'(?:^|/)(?:CON|PRN|AUX|NUL|COM|LPT)|[. ](?:/|$)|[<>:"|?*\\\x00-\x1f]',
+                      re.IGNORECASE)
+
+
+def windows_problem(name: str) -> Optional[str]:
+    """Why Windows cannot create a file or folder with this name, or None."""
+    if not _SUSPECT.search(name):
+        return None
+    if _WINDOWS_RESERVED.fullmatch(name.split(".", 1)[0].rstrip(" ")):
+        return "is a reserved device name on Windows"
+    if name.endswith((".", " ")):
+        return "ends with a dot or a space, which Windows strips"
+    bad = _WINDOWS_FORBIDDEN.search(name)
+    if bad:
+        return f"contains {bad.group()!r}, which Windows forbids in names"
+    return None
+
+
+def _move(ctx: Context, source: str, target: str) -> str:
+    tool = "git mv" if source in ctx.index else "mv"
+    return f"{tool} -- {engine.shell_quote(ctx.path(source))} {engine.shell_quote(ctx.path(target))}"
+
+
+def _stray(ctx: Context, relative: str) -> Optional[Finding]:
+    if relative.endswith("/"):
+        return ctx.finding(
+            "EV031", relative.rstrip("/"), 1, 1,
+            f"folder `{ctx.path(relative)}` inside pages/: engines only read pages directly in "
+            f"`{ctx.path(PAGES_PREFIX)}`; move its pages up (or the material to `raw/`)")
+    if relative in ctx.scan.git.ignored:
+        return None  # Never committed (editor and OS droppings such as .DS_Store).
+    name = relative[len(PAGES_PREFIX):]
+    if name.startswith(".") and name.endswith(".md"):
+        fix = _move(ctx, relative, PAGES_PREFIX + name.lstrip("."))
+        return ctx.finding(
+            "EV031", relative, 1, 1,
+            f"hidden file `{name}` in pages/ is not a page (page names must not start with `.`); "
+            f"run `{fix}`", fix)
+    fix = _move(ctx, relative, f"{engine.VAULT_DIR}/assets/{name}")
+    return ctx.finding(
+        "EV031", relative, 1, 1,
+        f"`{name}` in pages/ is not a page (pages are `.md` files); keep other files in "
+        f"assets/: run `{fix}`", fix)
+
+
+def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
+    name = document.name
+    try:
+        normalized = engine.normalize_page_name(name)
+    except engine.VaultError as exc:
+        return ctx.finding("EV031", document.path, 1, 1,
+                           f"{exc} Engines cannot address this page; rename it")
+    if normalized != name:
+        fix = _move(ctx, document.path, PAGES_PREFIX + normalized)
+        return ctx.finding(
+            "EV031", document.path, 1, 1,
+            f"page name `{name}` is not in Unicode NFC form, so engines look for "
+            f"`{normalized}` instead; run `{fix}`", fix)
+    return None
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    for relative in ctx.scan.page_dir_strays:
+        stray = _stray(ctx, relative)
+        if stray:
+            yield stray
+    for document in ctx.scan.pages:
+        page = _page(ctx, document)
+        if page:
+            yield page
+    # Each offending name once, however many files sit below it.
+    unsafe: dict[str, str] = {}
+    for relative in ctx.scan.files:
+        if not _SUSPECT.search(relative):
+            continue
+        parts = relative[len(VAULT_PREFIX):].split("/")
+        for depth, part in enumerate(parts, 1):
+            problem = windows_problem(part)
+            if problem:
+                unsafe.setdefault(VAULT_PREFIX + "/".join(parts[:depth]), problem)
+                break
+    for relative, problem in sorted(unsafe.items()):
+        name = relative.rsplit("/", 1)[-1]
+        yield ctx.finding("EV031", relative, 1, 1,
+                          f"name `{name}` {problem}; rename it so the vault checks out there",
+                          severity=Severity.WARNING)

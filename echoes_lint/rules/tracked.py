@@ -1,0 +1,37 @@
+"""EV020-EV022: Git readiness as the engine computes it (spec section 14)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from echoes_lint import engine
+from echoes_lint.findings import Finding
+from echoes_lint.rules.context import INDEX_PATH, Context
+
+CODES = frozenset({"EV020", "EV021", "EV022"})
+
+
+def check(ctx: Context) -> Iterator[Finding]:
+    if not ctx.scan.git.available:
+        return
+    readiness = engine.git_readiness(ctx.scan.git)
+    for relative in readiness["trackedLocalFiles"]:
+        fix = f"git rm --cached -- {engine.shell_quote(ctx.path(relative))}"
+        if relative == INDEX_PATH:
+            yield ctx.finding(
+                "EV020", relative, 1, 1,
+                f"`{ctx.path(relative)}` is tracked or staged, but the index is generated locally "
+                f"and must never be committed; run `{fix}` (the file stays on disk)", fix)
+        else:
+            yield ctx.finding(
+                "EV021", relative, 1, 1,
+                f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
+                f"run `{fix}` (the file stays on disk)", fix)
+    for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
+                     ("ignoredDurableFiles", "is ignored by Git")):
+        force = "-f " if key == "ignoredDurableFiles" else ""
+        for relative in readiness[key]:
+            fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
+            yield ctx.finding(
+                "EV022", relative, 1, 1,
+                f"durable vault file {how}, so it never reaches the team; run `{fix}`", fix)
