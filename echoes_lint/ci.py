@@ -25,8 +25,7 @@ from echoes_lint.check import error, write_text
 from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
 from echoes_lint.findings import RULES, Finding, Severity
-from echoes_lint.report import ReportInput, render
-from echoes_lint.report._common import summary_line
+from echoes_lint.report import ReportInput, render, summary_line
 
 # GitHub shows at most 10 annotations of each type per step and drops the rest silently.
 ANNOTATION_LIMIT = 10

@@ -868,7 +868,7 @@ def is_durable_path(path: str) -> bool:
             return bool(rest)
         return inner in (MARKER_FILE, ".gitignore", PROTOCOL_FILE)
     return path in (f"{RUNTIME_DIR}/.gitignore", RUNTIME_PATH, *ROOT_GUIDES, *SKILL_PATHS,
-                    *OPENCODE_COMMAND_PATHS)
+                    *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS)
 
 
 @dataclasses.dataclass
@@ -965,6 +965,7 @@ class Scan:
     runtime_source: Optional[str] = None
     runtime_problem: Optional[str] = None
     adapter_texts: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
+    interrupted_write: bool = False
     git: GitFacts = dataclasses.field(default_factory=GitFacts)
 
     @property
@@ -1096,6 +1097,7 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
             scan.state_raw = json.loads(state_text or "")
         except ValueError as exc:
             scan.state_error = f"state is not valid JSON: {_json_reason(exc)}"
+    scan.interrupted_write = os.path.lexists(workspace / INTENT_PATH)
     runtime_text, runtime_error, runtime_exists = _read_optional_text(workspace / RUNTIME_PATH)
     scan.runtime_source = runtime_text
     scan.runtime_problem = runtime_error if runtime_exists else None
@@ -1207,6 +1209,7 @@ HEALTH_ISSUE_KEYS = (
     "adapterConfiguration",
     "gitReadiness",
     "outdatedRuntime",
+    "interruptedWrites",
 )
 
 
@@ -1229,9 +1232,12 @@ def adapter_conflicts(scan: Scan) -> List[str]:
         if text is None or GENERATED_SIGNATURE not in text or (legacy and "Legacy redirect" not in text):
             conflicts.append(relative)
     for relative in ROOT_GUIDES:
-        text = scan.adapter_texts.get(relative)
-        if text is not None and (text.count(GUIDE_START) > 1 or
-                                 text.count(GUIDE_START) != text.count(GUIDE_END)):
+        if relative not in scan.adapter_texts:
+            continue
+        text = scan.adapter_texts[relative]
+        # Unreadable or a symlink (CLAUDE.md -> AGENTS.md is common): writers leave it alone.
+        if text is None or (text.count(GUIDE_START) > 1 or
+                            text.count(GUIDE_START) != text.count(GUIDE_END)):
             conflicts.append(relative)
     return sorted(conflicts)
 
@@ -1257,8 +1263,8 @@ def missing_structure(scan: Scan, runtime: Dict[str, Any]) -> List[str]:
     if not runtime["compatible"]:
         missing.append(f"../{RUNTIME_PATH}")
     for relative in ROOT_GUIDES:
-        text = scan.adapter_texts.get(relative)
-        if text is None or GUIDE_START not in text:
+        text = scan.adapter_texts.get(relative, "")
+        if text is not None and GUIDE_START not in text:  # None: an adapter conflict instead
             missing.append(f"../{relative}")
     for relative in (*SKILL_PATHS, *OPENCODE_COMMAND_PATHS):
         if relative not in scan.adapter_texts:
@@ -1351,6 +1357,7 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
                              f"{ENGINE_VERSION}; run `upgrade`"]
                             if runtime["compatible"] and not runtime["current"]
                             and not runtime["newer"] else []),
+        "interruptedWrites": [f"../{INTENT_PATH}"] if scan.interrupted_write else [],
     }
     issue_count = sum(len(items) for items in issues.values()) + (0 if state["valid"] else 1)
     health: Dict[str, Any] = {
@@ -1447,6 +1454,7 @@ _CARD_LABELS = (
     ("adapterConfiguration", "adapter conflicts"),
     ("gitReadiness", "Git readiness issues"),
     ("outdatedRuntime", "outdated project runtime"),
+    ("interruptedWrites", "interrupted multi-file write (the next write or `hydrate` finishes it)"),
 )
 
 

@@ -332,3 +332,18 @@ def test_runtime_file_runs_isolated_without_site_packages(vault_repo: Path, tmp_
 def without_volatile(report: dict) -> dict:  # type: ignore[type-arg]
     report["health"]["storage"].pop("lastModified")
     return report
+
+
+def test_a_symlinked_root_guide_is_an_adapter_conflict_not_missing(vault_repo: Path) -> None:
+    add_protocol_files(vault_repo)
+    (vault_repo / "CLAUDE.md").unlink()
+    (vault_repo / "CLAUDE.md").symlink_to("AGENTS.md")
+    health = status(vault_repo)["health"]
+    assert health["adapterConfiguration"] == ["CLAUDE.md"]
+    assert "../CLAUDE.md" not in health["missingStructure"]
+
+
+def test_legacy_redirect_skills_count_as_durable_files() -> None:
+    assert engine.is_durable_path(".opencode/skills/echoes-search-vault-pages/SKILL.md")
+    assert not engine.is_durable_path(".opencode/skills/someone-else/SKILL.md")
+    assert not engine.is_durable_path("EchoesVault/index.md")

@@ -137,3 +137,14 @@ def test_a_killed_init_is_completed_by_the_next_init(git_repo: Path, tmp_path: P
     assert killed.returncode == -signal.SIGKILL
     assert "recovered" in init_vault(git_repo)
     assert snapshot(git_repo) == snapshot(reference)
+
+
+def test_status_reports_an_interrupted_write_until_hydrate_finishes_it(git_repo: Path) -> None:
+    payload = prepared(git_repo)
+    killed_end(git_repo, payload, "end:2")
+    health = ok(cli(git_repo, "status"))["health"]
+    assert health["interruptedWrites"] == ["../.echoes-vault/intent.json"]
+    assert health["integrity"] == "attention"
+    assert "interrupted multi-file write" in cli(git_repo, "status", "--format", "card").stdout
+    ok(cli(git_repo, "hydrate"))
+    assert ok(cli(git_repo, "status"))["health"]["interruptedWrites"] == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from echoes_lint.report import concise, full, github, json_report, sarif
-from echoes_lint.report._common import ReportInput
+from echoes_lint.report._common import ReportInput, summary_line
 
 FORMATS: dict[str, Callable[[ReportInput], str]] = {
     "concise": concise.render,
@@ -31,4 +31,4 @@ def render(fmt: str, report_input: ReportInput) -> str:
     return reporter(report_input)
 
 
-__all__ = ["FORMATS", "ReportInput", "render"]
+__all__ = ["FORMATS", "ReportInput", "render", "summary_line"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
@@ -18,7 +18,8 @@ from echoes_lint.rules.context import VAULT_PREFIX, Context
 
 CODES = frozenset({"EV050"})
 
-_LINK = re.compile(r"(!?)\[\[([^\[\]\n]*)\]\]")
+# A literal `[[` prefix lets the regex engine skip ahead; a `!` before it makes an embed.
+_LINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _TICKS = re.compile(r"`+")
 
@@ -58,22 +59,38 @@ def prose_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
             fence = None
 
 
-def links(text: str, first_line: int) -> Iterator[tuple[int, int, re.Match[str]]]:
-    """(line, column, match) of every wikilink outside code, from `first_line` on."""
+class Link(NamedTuple):
+    line: int
+    col: int
+    """1-based column of the `[[`, or of the `!` of an embed."""
+    embed: bool
+    inner: str
+    """What is between the brackets: `page`, `page|alias`, `page#heading`."""
+
+    @property
+    def text(self) -> str:
+        return f"{'!' if self.embed else ''}[[{self.inner}]]"
+
+
+def _link(line: int, source: str, match: re.Match[str], line_start: int) -> Link:
+    start = match.start()
+    embed = start > line_start and source[start - 1] == "!"
+    return Link(line, start - line_start + (0 if embed else 1), embed, match.group(1))
+
+
+def links(text: str, first_line: int) -> Iterator[Link]:
+    """Every wikilink outside code, from `first_line` on."""
     if "`" in text or "~~~" in text:
         for number, line in prose_lines(text, first_line):
             for match in _LINK.finditer(line):
-                yield number, match.start() + 1, match
+                yield _link(number, line, match, 0)
         return
     # No code anywhere: search the text directly instead of line by line.
-    start = 0
-    for _ in range(first_line - 1):
-        start = text.find("\n", start) + 1
-        if not start:
-            return
-    for match in _LINK.finditer(text, start):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        yield text.count("\n", 0, match.start()) + 1, match.start() - line_start + 1, match
+    for match in _LINK.finditer(text):
+        start = match.start()
+        line = text.count("\n", 0, start) + 1
+        if line >= first_line:
+            yield _link(line, text, match, text.rfind("\n", 0, start) + 1)
 
 
 class _Targets:
@@ -120,15 +137,15 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         meta = document.meta
         first = meta.close_line + 1 if meta is not None and meta.close_line else 1
-        for line, col, match in links(document.text, first):
-            target = _target(match.group(2))
+        for link in links(document.text, first):
+            target = _target(link.inner)
             if not target:
                 continue  # `[[#heading]]` points into the same page.
             if targets is None:
                 targets = _Targets(ctx.vault_paths())
             if not targets.resolves(target):
-                yield ctx.finding("EV050", document.path, line, col,
-                                  _message(ctx, match.group(0), target, bool(match.group(1))))
+                yield ctx.finding("EV050", document.path, link.line, link.col,
+                                  _message(ctx, link.text, target, link.embed))
 
 
 def _message(ctx: Context, link: str, target: str, embed: bool) -> str:
