@@ -27,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "echoes_lint" / "engine.py"
+sys.path.insert(0, str(ROOT))
+from echoes_lint.engine import MARKER_VALUE  # noqa: E402 - the checkout's engine, not an install
 
 FLOOR = """
 import os, sys
@@ -38,21 +40,13 @@ for directory, _dirs, files in os.walk(sys.argv[1]):
 print(total)
 """
 
-MARKER = {
-    "schemaVersion": 3,
-    "protocolVersion": "1.0.0",
-    "generatedIndex": True,
-    "dailyLayout": "unique-files-v1",
-    "runtime": ".echoes-vault/echoes_vault.py",
-    "requiredFrontmatter": ["type", "stack", "status", "summary"],
-}
 
 
 def build(repo: Path, pages: int, daily: int) -> None:
     vault = repo / "EchoesVault"
     for name in ("pages", "assets", "raw"):
         (vault / name).mkdir(parents=True)
-    (vault / ".echoes-vault.json").write_text(json.dumps(MARKER, indent=2) + "\n")
+    (vault / ".echoes-vault.json").write_text(json.dumps(MARKER_VALUE, indent=2) + "\n")
     (vault / ".gitignore").write_text("# Generated locally by EchoesVault\n/index.md\n")
     runtime = repo / ".echoes-vault"
     runtime.mkdir()

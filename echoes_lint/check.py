@@ -113,6 +113,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     fast_process()
     try:
         args = build_parser().parse_args(arguments)
+        if args.staged and args.paths:
+            raise UsageError("--staged checks what is staged and takes no paths")
         workspace = Path(args.workspace) if args.workspace else Path.cwd()
         config = None
         if args.config:

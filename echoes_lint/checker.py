@@ -89,16 +89,16 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     and configuration problems (no vault, unknown codes, a path that does not exist).
     """
     workspace = _directory(workspace)
-    top = engine.run_git(workspace, ["rev-parse", "--show-toplevel"])
-    in_git = bool(top and top.strip())
-    repo_root = Path(os.fsdecode(top.strip())).resolve() if top and top.strip() else workspace
+    top = (engine.run_git(workspace, ["rev-parse", "--show-toplevel"]) or b"").strip()
+    in_git = bool(top)
+    repo_root = Path(os.fsdecode(top)).resolve() if in_git else workspace
     if config is None:
         config = load_config(repo_root)
     select_codes = validate_codes(select, "--select") or config.select
     ignore_codes = (*config.ignore, *validate_codes(ignore, "--ignore"))
     enabled = enabled_codes(select_codes, ignore_codes)
     root, prefix = _locate_vault(repo_root, vault_dir or config.vault_dir)
-    wants_git = in_git and bool(enabled & (GIT_CODES | {"EV050"}))
+    git = in_git and bool(enabled & GIT_CODES)
 
     only: Optional[list[str]] = None  # repository-relative files and folders to report on
     if staged:
@@ -106,14 +106,16 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
             raise ConfigError("--staged needs a Git repository")
         context = _staged_context(root, prefix)
     elif paths is None:
-        context = _whole_context(root, prefix, in_git and bool(enabled & GIT_CODES))
+        context = _whole_context(root, prefix, git)
     else:
         files, folders, whole = _resolve_paths(workspace, root, paths)
         if whole or folders or not in_git:
-            context = _whole_context(root, prefix, in_git and bool(enabled & GIT_CODES))
+            context = _whole_context(root, prefix, git)
             only = None if whole else [prefix + path for path in (*files, *folders)]
         else:
-            context = _files_context(root, prefix, files, wants_git, "EV022" in enabled)
+            # Without a full scan, link targets come from the Git index.
+            index = git or "EV050" in enabled
+            context = _files_context(root, prefix, files, index, "EV022" in enabled)
 
     findings: list[Finding] = []
     for codes, check in FAMILIES:

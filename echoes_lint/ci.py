@@ -301,10 +301,9 @@ def _run(options: argparse.Namespace) -> int:
     if options.sarif:
         sarif_path = Path(options.sarif).absolute()
         sarif_path.parent.mkdir(parents=True, exist_ok=True)
-        sarif_path.write_text(
-            render("sarif", ReportInput(result.findings, __version__,
-                                        workspace_uri=result.repo_root.as_uri())),
-            encoding="utf-8", newline="\n")
+        write_text(render("sarif", ReportInput(result.findings, __version__,
+                                               workspace_uri=result.repo_root.as_uri())),
+                   str(sarif_path))
         outputs["sarif-file"] = str(sarif_path)
 
     annotate = options.annotations

@@ -11,6 +11,8 @@ from typing import Any, Callable, Optional
 
 import pytest
 
+from echoes_lint import engine
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Git must not read the developer's config or prompt; commits need a fixed identity.
@@ -76,18 +78,11 @@ def write_page(repo: Path, name: str, summary: str = "A page.", body: str = "# T
                **fields: str) -> Path:
     path = repo / "EchoesVault" / "pages" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page_text(summary, body, **fields), encoding="utf-8", newline="\n")
+    path.write_bytes(page_text(summary, body, **fields).encode("utf-8"))
     return path
 
 
-MARKER = {
-    "schemaVersion": 3,
-    "protocolVersion": "1.0.0",
-    "generatedIndex": True,
-    "dailyLayout": "unique-files-v1",
-    "runtime": ".echoes-vault/echoes_vault.py",
-    "requiredFrontmatter": ["type", "stack", "status", "summary"],
-}
+MARKER = engine.MARKER_VALUE
 
 
 def make_vault(repo: Path) -> Path:

@@ -38,7 +38,7 @@ def install_runtime(repo: Path) -> None:
 def replace(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, f"{old!r} not in {path}"
-    path.write_text(text.replace(old, new, 1), encoding="utf-8", newline="\n")
+    path.write_bytes(text.replace(old, new, 1).encode("utf-8"))
 
 
 def commit_on(repo: Path, branch: str, *edits: tuple[str, str], start: str = "main",

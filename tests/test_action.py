@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,8 @@ HOSTILE = '$(touch pwned)"; rm -rf x'
 def tool(name: str) -> str:
     """A console script installed next to this interpreter (a test dependency)."""
     path = Path(sysconfig.get_path("scripts")) / name
+    if not path.exists() and name == "zizmor" and sys.version_info < (3, 10):
+        pytest.skip("zizmor installs on Python 3.10 and later; the default-Python CI run audits")
     if not path.exists():
         pytest.fail(f"{name} is missing: install the test extra (pip install -e '.[test]')")
     return str(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,6 +72,7 @@ def test_exit_zero_reports_but_passes(repo: Path) -> None:
     (["EchoesVault/pages/missing.md"], "EchoesVault/pages/missing.md: no such file or directory"),
     (["--vault-dir", "docs"], "must name the `EchoesVault` folder"),
     (["--vault-dir", "docs/EchoesVault"], "no vault at 'docs/EchoesVault'"),
+    (["--staged", f"{PAGES}/notes.md"], "--staged checks what is staged and takes no paths"),
 ])
 def test_usage_errors_exit_2_with_one_line_on_stderr(repo: Path, args: list[str],
                                                      message: str) -> None:
@@ -254,7 +256,20 @@ def test_rule_all_lists_every_rule_and_unknown_rule_is_exit_2(repo: Path) -> Non
     assert unknown.stderr.startswith("echoes-lint: error: unknown rule 'EV999'")
 
 
-# --- the benchmark script still runs -----------------------------------------------------------
+# --- the example vault and the benchmark -------------------------------------------------------
+
+
+def test_example_vault_output_is_the_one_its_readme_shows(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "copy")
+    shutil.copytree(ROOT / "examples", repo / "examples")
+    commit(repo, "examples")
+    readme = (ROOT / "examples" / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    result = lint(repo, "--vault-dir", "examples/demo/EchoesVault")
+    assert (result.returncode, result.stdout) == (1, shown)
+    assert len({code for *_rest, code in parsed(result.stdout)}) >= 6
+
+
 
 
 def test_benchmark_runs_on_a_tiny_vault() -> None:

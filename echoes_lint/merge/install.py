@@ -124,7 +124,7 @@ def remove_attribute_line(path: Path, created: bool) -> bool:
         if created and not remaining:
             path.unlink()
         else:
-            path.write_text(remaining, encoding="utf-8", newline="")
+            path.write_bytes(remaining.encode("utf-8"))
         return True
     return False
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import NamedTuple, Optional
+from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
@@ -59,13 +59,17 @@ def prose_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
             fence = None
 
 
-class Link(NamedTuple):
-    line: int
-    col: int
-    """1-based column of the `[[`, or of the `!` of an embed."""
-    embed: bool
-    inner: str
-    """What is between the brackets: `page`, `page|alias`, `page#heading`."""
+class Link:
+    """One wikilink: where it starts (the `[[`, or the `!` of an embed) and what it holds."""
+
+    __slots__ = ("col", "embed", "inner", "line")
+
+    def __init__(self, line: int, col: int, embed: bool, inner: str) -> None:
+        self.line = line
+        self.col = col
+        self.embed = embed
+        self.inner = inner
+        """What is between the brackets: `page`, `page|alias`, `page#heading`."""
 
     @property
     def text(self) -> str:
@@ -81,16 +85,16 @@ def _link(line: int, source: str, match: re.Match[str], line_start: int) -> Link
 def links(text: str, first_line: int) -> Iterator[Link]:
     """Every wikilink outside code, from `first_line` on."""
     if "`" in text or "~~~" in text:
-        for number, line in prose_lines(text, first_line):
-            for match in _LINK.finditer(line):
-                yield _link(number, line, match, 0)
+        for number, prose in prose_lines(text, first_line):
+            for match in _LINK.finditer(prose):
+                yield _link(number, prose, match, 0)
         return
     # No code anywhere: search the text directly instead of line by line.
     for match in _LINK.finditer(text):
         start = match.start()
-        line = text.count("\n", 0, start) + 1
-        if line >= first_line:
-            yield _link(line, text, match, text.rfind("\n", 0, start) + 1)
+        number = text.count("\n", 0, start) + 1
+        if number >= first_line:
+            yield _link(number, text, match, text.rfind("\n", 0, start) + 1)
 
 
 class _Targets:
