@@ -11,7 +11,7 @@ import gc
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any, NoReturn, Optional
+from typing import IO, Any, Callable, NoReturn, Optional
 
 from echoes_lint import __version__
 from echoes_lint.checker import CheckResult, exit_code, run_checks
@@ -25,13 +25,15 @@ class UsageError(Exception):
     """A command-line mistake: reported like a configuration error, exit 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError, so `guarded` reports it like any other failure."""
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="echoes-lint check",
         description="Lint an EchoesVault: conflict markers, frontmatter, Git hygiene, names, "
                     "links. Read-only.",
@@ -108,25 +110,10 @@ def fast_process() -> None:
     gc.disable()
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    fast_process()
+def guarded(command: Callable[[], int]) -> int:
+    """Run a command, turning every failure into one `echoes-lint: error:` line and exit 2."""
     try:
-        args = build_parser().parse_args(arguments)
-        if args.staged and args.paths:
-            raise UsageError("--staged checks what is staged and takes no paths")
-        workspace = Path(args.workspace) if args.workspace else Path.cwd()
-        config = None
-        if args.config:
-            config = load_config(workspace, Path(args.config))
-        paths = [str(Path.cwd() / path) for path in args.paths] if args.paths else None
-        result = run_checks(
-            workspace, vault_dir=args.vault_dir, paths=paths, config=config,
-            select=split_codes(args.select), ignore=split_codes(args.ignore), staged=args.staged,
-        )
-        color = args.output_file is None and use_color(args.color, sys.stdout)
-        write_text(render_result(result, args.output_format, color=color,
-                                 statistics=args.statistics), args.output_file)
+        return command()
     except (UsageError, ConfigError) as exc:
         return error(str(exc))
     except OSError as exc:
@@ -135,6 +122,27 @@ def main(argv: Optional[list[str]] = None) -> int:
         return error("interrupted")
     except Exception as exc:  # one line on stderr, never a traceback
         return error(f"internal error ({type(exc).__name__}): {exc}")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    fast_process()
+    return guarded(lambda: _check(build_parser().parse_args(arguments)))
+
+
+def _check(args: argparse.Namespace) -> int:
+    if args.staged and args.paths:
+        raise UsageError("--staged checks what is staged and takes no paths")
+    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    config = load_config(workspace, Path(args.config)) if args.config else None
+    paths = [str(Path.cwd() / path) for path in args.paths] if args.paths else None
+    result = run_checks(
+        workspace, vault_dir=args.vault_dir, paths=paths, config=config,
+        select=split_codes(args.select), ignore=split_codes(args.ignore), staged=args.staged,
+    )
+    color = args.output_file is None and use_color(args.color, sys.stdout)
+    write_text(render_result(result, args.output_format, color=color,
+                             statistics=args.statistics), args.output_file)
     if args.exit_zero:
         return 0
     return exit_code(result.findings, args.fail_on or result.config.fail_on)
@@ -153,7 +161,7 @@ def describe_rule(rule: Rule) -> str:
 
 def rule_main(argv: Optional[list[str]] = None) -> int:
     """`echoes-lint rule EV030` (or a rule name) explains a rule; `--all` lists every rule."""
-    parser = _Parser(prog="echoes-lint rule", description="Explain a rule.")
+    parser = Parser(prog="echoes-lint rule", description="Explain a rule.")
     parser.add_argument("rule", nargs="?", help="a code such as EV030 or a name such as "
                                                 "case-collision")
     parser.add_argument("--all", action="store_true", help="list every rule")

@@ -15,7 +15,6 @@ findings are relative to the repository root.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -38,10 +37,6 @@ from echoes_lint.findings import Finding, Severity
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context
 
 VAULT = engine.VAULT_DIR
-PAGES_DIR = f"{VAULT}/pages"
-DAILY_PREFIX = f"{VAULT}/daily/"
-INDEX_PATH = f"{VAULT}/{engine.INDEX_FILE}"
-_NOT_NOTES = (f"{VAULT}/assets", f"{VAULT}/raw")
 _GIT_SCOPE = (VAULT, *engine.LOCAL_ONLY_PATHS)
 _SUPPRESSION = re.compile(r"<!--\s*echoes-lint-disable-next-line\b(.*?)-->")
 
@@ -224,7 +219,7 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
         scan.git = engine.GitFacts(True, tuple(sorted(index)),
                                    tuple(path for path in outside if path not in ignored),
                                    tuple(sorted(ignored)))
-    _finish(scan)
+    engine.finish_scan(scan)
     return Context(scan, prefix, git, index, frozenset(scan.files) | frozenset(scan.symlinks),
                    lambda: _staged_changes(root))
 
@@ -240,7 +235,7 @@ def _staged_context(root: Path, prefix: str) -> Context:
     contents: dict[str, bytes] = {}
 
     def load(relative: str, page: bool) -> engine.Document:
-        return _document(relative, contents[relative], page)
+        return engine.document_from_bytes(relative, contents[relative], page)
 
     for path, mode, sha in staged:
         if mode == "120000":
@@ -251,72 +246,28 @@ def _staged_context(root: Path, prefix: str) -> Context:
             _classify(scan, path, load)
     index = frozenset(_ls_files(root))
     scan.git = engine.GitFacts(True, tuple(sorted(index)))
-    _finish(scan)
+    engine.finish_scan(scan)
     return Context(scan, prefix, True, index, frozenset(scan.files) | frozenset(scan.symlinks),
                    lambda: changes)
 
 
 def _classify(scan: engine.Scan, relative: str,
               load: Callable[[str, bool], engine.Document]) -> None:
-    """File a vault file the way the engine's scan does (pages, daily, other Markdown)."""
-    parent, _, name = relative.rpartition("/")
-    if parent == PAGES_DIR:
-        if name.endswith(".md") and not name.startswith("."):
-            scan.pages.append(load(relative, True))
-        else:
-            scan.page_dir_strays.append(relative)
-        return
-    if parent.startswith(PAGES_DIR + "/"):
-        folder = PAGES_DIR + "/" + parent[len(PAGES_DIR) + 1:].split("/", 1)[0] + "/"
+    """File one vault file exactly as the engine's own scan does."""
+    kind = engine.classify_vault_path(relative)
+    if kind == "stray":
+        scan.page_dir_strays.append(relative)
+    elif kind == "nested":
+        # The whole-vault scan reports the folder nested in pages/, not each file inside it.
+        folder = "/".join(relative.split("/")[:3]) + "/"
         if folder not in scan.page_dir_strays:
             scan.page_dir_strays.append(folder)
-        return  # Markdown below a nested folder is not project memory.
-    if not name.casefold().endswith(".md") or relative == INDEX_PATH:
-        return
-    if relative.startswith(DAILY_PREFIX):
-        scan.daily.append(load(relative, False))
-    elif not (parent in _NOT_NOTES or parent.startswith(tuple(f"{d}/" for d in _NOT_NOTES))):
-        scan.other_markdown.append(load(relative, False))
-
-
-def _finish(scan: engine.Scan) -> None:
-    for group in (scan.pages, scan.daily, scan.other_markdown):
-        group.sort(key=lambda document: engine.page_sort_key(document.path))
-    scan.symlinks.sort()
-    scan.page_dir_strays.sort()
-    scan.unreadable.sort()
-
-
-def _document(relative: str, data: bytes, page: bool) -> engine.Document:
-    """A Document from staged bytes, decoded and parsed exactly as `engine.read_document` does."""
-    text, problem = engine.decode_text(data)
-    if text is None:
-        return engine.Document(relative, None, problem, [])
-    return engine.Document(relative, text, None, engine.marker_lines(text),
-                           engine.parse_frontmatter(text) if page else None)
+    elif kind != "data":
+        engine.file_document(scan, load(relative, kind == "page"), kind)
 
 
 def _read_marker(scan: engine.Scan) -> None:
-    path = scan.vault / engine.MARKER_FILE
-    try:
-        data = engine.read_bytes(path)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        scan.marker_exists = True
-        scan.marker_error = f"cannot read marker: {exc.strerror or exc}"
-        return
-    scan.marker_exists = True
-    text, problem = engine.decode_text(data)
-    if text is None:
-        scan.marker_error = f"cannot read marker: {problem.message if problem else 'not text'}"
-        return
-    try:
-        scan.marker_value = json.loads(text)
-    except ValueError as exc:
-        scan.marker_error = f"marker is not valid JSON: {exc}"
-        return
-    scan.marker_error = engine.marker_problem(scan.marker_value)
+    scan.marker_exists, scan.marker_value, scan.marker_error = engine.read_marker_file(scan.vault)
 
 
 def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Optional[str]:

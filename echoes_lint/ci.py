@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, NoReturn, Optional
 
 from echoes_lint import __version__, engine
-from echoes_lint.check import error, write_text
+from echoes_lint.check import guarded, write_text
 from echoes_lint.checker import CheckResult, run_checks
-from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
+from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.report import ReportInput, render, summary_line
 
@@ -264,16 +264,7 @@ def _append(path: str, text: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        return _run(parse_args(argv))
-    except (UsageError, ConfigError) as exc:
-        return error(str(exc))
-    except OSError as exc:
-        return error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
-    except KeyboardInterrupt:
-        return error("interrupted")
-    except Exception as exc:  # one line on stderr, never a traceback
-        return error(f"internal error ({type(exc).__name__}): {exc}")
+    return guarded(lambda: _run(parse_args(argv)))
 
 
 def _run(options: argparse.Namespace) -> int:

@@ -1024,11 +1024,16 @@ def _load_document(path: str, relative: str, page: bool,
     except OSError as exc:
         unreadable = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
         return Document(relative, None, unreadable, []), None
+    return document_from_bytes(relative, data, page), info
+
+
+def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
+    """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter)."""
     text, problem = decode_text(data)
     if text is None:
-        return Document(relative, None, problem, []), info
+        return Document(relative, None, problem, [])
     return Document(relative, text, None, marker_lines(text),
-                    parse_frontmatter(text) if page else None), info
+                    parse_frontmatter(text) if page else None)
 
 
 def _read_optional_text(path: Path) -> Tuple[Optional[str], Optional[str], bool]:
@@ -1058,6 +1063,20 @@ class _PausedGC:
             gc.enable()
 
 
+def read_marker_file(vault: Path) -> Tuple[bool, Any, Optional[str]]:
+    """(exists, parsed JSON or None, why it is not a Protocol 1.0.0 marker or None)."""
+    text, error, exists = _read_optional_text(vault / MARKER_FILE)
+    if not exists:
+        return False, None, None
+    if error:
+        return True, None, f"cannot read marker: {error}"
+    try:
+        value = json.loads(text or "")
+    except ValueError as exc:
+        return True, None, f"marker is not valid JSON: {_json_reason(exc)}"
+    return True, value, marker_problem(value)
+
+
 def scan_workspace(workspace: Path, *, git: bool = True) -> Scan:
     """Read the whole vault once, without following symlinks or writing anything.
 
@@ -1073,16 +1092,7 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
     if git:
         worker.start()
     vault = workspace / VAULT_DIR
-    text, error, scan.marker_exists = _read_optional_text(vault / MARKER_FILE)
-    if scan.marker_exists:
-        if error:
-            scan.marker_error = f"cannot read marker: {error}"
-        else:
-            try:
-                scan.marker_value = json.loads(text or "")
-                scan.marker_error = marker_problem(scan.marker_value)
-            except ValueError as exc:
-                scan.marker_error = f"marker is not valid JSON: {_json_reason(exc)}"
+    scan.marker_exists, scan.marker_value, scan.marker_error = read_marker_file(vault)
     if vault.is_dir() and not vault.is_symlink():
         _walk_vault(scan, vault)
     elif vault.is_symlink():
@@ -1112,45 +1122,47 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
     return scan
 
 
-# What a vault folder holds decides what the scan does with its files: pages are read and parsed,
-# daily entries and other vault Markdown are read for conflict markers, assets and raw sources are
-# only counted, and folders nested in pages/ are strays that no engine reads.
-_PAGES, _DAILY, _OTHER, _BLOBS, _STRAYS = range(5)
-_TOP_FOLDERS = {"pages": _PAGES, "daily": _DAILY, "assets": _BLOBS, "raw": _BLOBS}
+_PAGES_DIR = f"{VAULT_DIR}/pages"
 
 
-def _walk_vault(scan: Scan, vault: Path) -> None:
-    pending = [(str(vault), VAULT_DIR, _OTHER)]
-    while pending:
-        directory, relative_dir, kind = pending.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
-        except OSError:
-            scan.unreadable.append(relative_dir)
-            continue
-        for entry in entries:
-            name = entry.name
-            relative = f"{relative_dir}/{name}"
-            try:
-                if entry.is_symlink():
-                    scan.symlinks.append(relative)
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    if kind == _PAGES:
-                        scan.page_dir_strays.append(relative + "/")
-                        child = _STRAYS
-                    elif relative_dir == VAULT_DIR:
-                        child = _TOP_FOLDERS.get(name, _OTHER)
-                    else:
-                        child = kind
-                    pending.append((entry.path, relative, child))
-                    continue
-            except OSError:
-                scan.unreadable.append(relative)
-                continue
-            info = _scan_file(scan, entry, relative, kind)
-            if info is not None and stat.S_ISREG(info.st_mode):
-                scan.files[relative] = (info.st_size, info.st_mtime)
+def classify_vault_path(relative: str) -> str:
+    """What a scan does with a vault file, given its workspace-relative path:
+
+    - "page": a knowledge page (spec 7.1), read and parsed;
+    - "daily" or "markdown": other vault Markdown, read for conflict markers;
+    - "stray": an entry of pages/ that is not a page (hidden, not `.md`);
+    - "nested": anything below a folder inside pages/ (nested pages are not protocol pages);
+    - "data": assets, raw sources and other files, counted but never read.
+    """
+    parent, _, name = relative.rpartition("/")
+    if parent == _PAGES_DIR:
+        return "page" if name.endswith(".md") and not name.startswith(".") else "stray"
+    if parent.startswith(_PAGES_DIR + "/"):
+        return "nested"
+    if name[-3:].casefold() != ".md":
+        return "data"
+    top = relative[len(VAULT_DIR) + 1:].partition("/")[0]
+    if top == "daily":
+        return "daily"
+    return "data" if top in ("assets", "raw") else "markdown"
+
+
+def file_document(scan: Scan, document: Document, kind: str) -> None:
+    """Add a document read for `classify_vault_path` kind "page", "daily" or "markdown"."""
+    if document.problem is not None and document.problem.kind == "unreadable":
+        scan.unreadable.append(document.path)
+    if kind == "page":
+        scan.pages.append(document)
+    elif kind == "daily":
+        scan.daily.append(document)
+    else:
+        if document.path == f"{VAULT_DIR}/{INDEX_FILE}":
+            scan.index_text = document.text
+        scan.other_markdown.append(document)
+
+
+def finish_scan(scan: Scan) -> None:
+    """Put a scan's lists in their deterministic order."""
     for group in (scan.pages, scan.daily, scan.other_markdown):
         group.sort(key=lambda document: page_sort_key(document.path))
     scan.symlinks.sort()
@@ -1158,32 +1170,44 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
     scan.page_dir_strays.sort()
 
 
-def _scan_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: int,
-               ) -> Optional[os.stat_result]:
-    """Read one vault file if its folder calls for it; returns its stat (None if unreadable)."""
-    name = entry.name
-    markdown = name[-3:].casefold() == ".md"
-    page = kind == _PAGES and name.endswith(".md") and not name.startswith(".")
-    if kind == _PAGES and not page:
-        scan.page_dir_strays.append(relative)
-    if not markdown or (not page and kind in (_PAGES, _BLOBS, _STRAYS)):
+def _walk_vault(scan: Scan, vault: Path) -> None:
+    pending = [(str(vault), VAULT_DIR)]
+    while pending:
+        directory, relative_dir = pending.pop()
         try:
-            return entry.stat(follow_symlinks=False)
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
         except OSError:
-            scan.unreadable.append(relative)
-            return None
-    document, info = _load_document(entry.path, relative, page)
-    if document.problem is not None and document.problem.kind == "unreadable":
-        scan.unreadable.append(relative)
-    if page:
-        scan.pages.append(document)
-    elif kind == _DAILY:
-        scan.daily.append(document)
-    else:
-        if relative == f"{VAULT_DIR}/{INDEX_FILE}":
-            scan.index_text = document.text
-        scan.other_markdown.append(document)
-    return info
+            scan.unreadable.append(relative_dir)
+            continue
+        for entry in entries:
+            relative = f"{relative_dir}/{entry.name}"
+            try:
+                if entry.is_symlink():
+                    scan.symlinks.append(relative)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if relative_dir == _PAGES_DIR:
+                        scan.page_dir_strays.append(relative + "/")
+                    pending.append((entry.path, relative))
+                    continue
+            except OSError:
+                scan.unreadable.append(relative)
+                continue
+            kind = classify_vault_path(relative)
+            if kind == "stray":
+                scan.page_dir_strays.append(relative)
+            info: Optional[os.stat_result] = None
+            if kind in ("page", "daily", "markdown"):
+                document, info = _load_document(entry.path, relative, kind == "page")
+                file_document(scan, document, kind)
+            else:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    scan.unreadable.append(relative)
+            if info is not None and stat.S_ISREG(info.st_mode):
+                scan.files[relative] = (info.st_size, info.st_mtime)
+    finish_scan(scan)
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -1529,13 +1553,7 @@ class Context:
 
 def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
     scan = Scan(ctx.workspace)
-    text, error, scan.marker_exists = _read_optional_text(ctx.vault / MARKER_FILE)
-    if scan.marker_exists:
-        try:
-            scan.marker_value = json.loads(text or "") if not error else None
-            scan.marker_error = error or marker_problem(scan.marker_value)
-        except ValueError as exc:
-            scan.marker_error = f"marker is not valid JSON: {_json_reason(exc)}"
+    scan.marker_exists, scan.marker_value, scan.marker_error = read_marker_file(ctx.vault)
     source, problem, exists = _read_optional_text(ctx.workspace / RUNTIME_PATH)
     marker = marker_report(scan)
     return {
@@ -2539,14 +2557,11 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
 
 def read_marker(workspace: Path) -> Tuple[bool, Any]:
     """(exists, parsed value) of the marker; VaultError when it exists but is unusable."""
-    data = current_bytes(workspace, f"{VAULT_DIR}/{MARKER_FILE}")
-    if data is None:
-        return False, None
-    try:
-        return True, json.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not valid JSON "
-                         f"({exc}). Nothing was changed.") from exc
+    exists, value, error = read_marker_file(managed_path(workspace, VAULT_DIR, directory=True))
+    if exists and value is None:
+        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE}: {error}. "
+                         "Nothing was changed.")
+    return exists, value
 
 
 def require_vault(workspace: Path) -> None:

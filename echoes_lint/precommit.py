@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Optional
 
-from echoes_lint.check import error, fast_process, render_result, write_text
+from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
 from echoes_lint.checker import exit_code, run_checks
-from echoes_lint.config import ConfigError, load_config
+from echoes_lint.config import load_config
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
 HOOKS: dict[str, tuple[str, ...]] = {
@@ -26,36 +26,25 @@ HOOKS: dict[str, tuple[str, ...]] = {
 }
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
     fast_process()
-    parser = _Parser(prog=hook_id, description=f"pre-commit hook `{hook_id}` of echoes-lint")
+    parser = Parser(prog=hook_id, description=f"pre-commit hook `{hook_id}` of echoes-lint")
     parser.add_argument("filenames", nargs="*", help="files pre-commit passes")
     parser.add_argument("--vault-dir", default=None,
                         help="the EchoesVault folder, relative to the repository root")
     parser.add_argument("--config", default=None, help="a TOML configuration file")
-    try:
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
-        workspace = Path.cwd()
-        config = load_config(workspace, Path(args.config)) if args.config else None
-        result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
-                            config=config, select=HOOKS[hook_id])
-    except (_UsageError, ConfigError) as exc:
-        return error(str(exc))
-    except Exception as exc:  # one line on stderr, never a traceback
-        return error(f"internal error ({type(exc).__name__}): {exc}")
-    code = exit_code(result.findings, result.config.fail_on)
+    return guarded(lambda: _hook(hook_id, parser.parse_args(
+        list(sys.argv[1:] if argv is None else argv))))
+
+
+def _hook(hook_id: str, args: argparse.Namespace) -> int:
+    workspace = Path.cwd()
+    config = load_config(workspace, Path(args.config)) if args.config else None
+    result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
+                        config=config, select=HOOKS[hook_id])
     if result.findings:
         write_text(render_result(result, "concise"), None)
-    return code
+    return exit_code(result.findings, result.config.fail_on)
 
 
 def lint_main(argv: Optional[list[str]] = None) -> int:
