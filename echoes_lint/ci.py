@@ -18,10 +18,10 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, Optional
 
 from echoes_lint import __version__, engine
-from echoes_lint.check import guarded, write_text
+from echoes_lint.check import Parser, UsageError, guarded, write_text
 from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.findings import RULES, Finding, Severity
@@ -33,15 +33,6 @@ ANNOTATION_LIMIT = 10
 SUMMARY_TABLE_BUDGET = 512 * 1024
 
 
-class UsageError(Exception):
-    """Bad command-line arguments (exit 2)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def _boolean(value: str) -> bool:
     """Action inputs are strings; accept the spellings YAML 1.2 gives booleans."""
     folded = value.strip().casefold()
@@ -51,7 +42,7 @@ def _boolean(value: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="echoes-lint ci",
         description="Read-only EchoesVault status and lint gate for CI: a report in the log, "
                     "annotations, a job summary and step outputs under GitHub Actions.",
