@@ -17,13 +17,15 @@ def check(ctx: Context) -> Iterator[Finding]:
     scan = ctx.scan
     if scan.marker_valid:
         return
-    workspace = f" --workspace {engine.shell_quote(ctx.prefix.rstrip('/'))}" if ctx.prefix else ""
-    fix = f"echoes-lint{workspace} init"
+    # Protocol engines resolve a workspace to the Git top level, so `init` only applies to a vault
+    # there; a vault in a subfolder can only get its committed marker back.
+    fix = None if ctx.prefix else "echoes-lint init"
     if not scan.marker_exists:
         problem = ("is missing, so writers treat the vault as uninitialised or legacy; "
-                   f"run `{fix}` (it also migrates a legacy vault) or restore the committed marker")
+                   + (f"run `{fix}` (it also migrates a legacy vault) or " if fix else "")
+                   + "restore the committed marker")
     else:
         problem = (f"does not declare protocol {engine.PROTOCOL_VERSION}: {scan.marker_error}; "
-                   "restore the committed marker, or run "
-                   f"`{fix}` if this engine should own the vault")
+                   "restore the committed marker"
+                   + (f", or run `{fix}` if this engine should own the vault" if fix else ""))
     yield ctx.finding("EV041", MARKER_PATH, 1, 1, f"`{ctx.path(MARKER_PATH)}` {problem}", fix)
