@@ -323,6 +323,11 @@ def normalize_page_name(value: object) -> str:
     return f"{name}.md"
 
 
+def is_page_file_name(name: str) -> bool:
+    """Whether a file directly in pages/ is a knowledge page (spec 7.1): `.md`, not hidden."""
+    return name.endswith(".md") and not name.startswith(".")
+
+
 def page_stem(filename: str) -> str:
     return nfc(filename[:-3] if filename.endswith(".md") else filename)
 
@@ -1136,7 +1141,7 @@ def classify_vault_path(relative: str) -> str:
     """
     parent, _, name = relative.rpartition("/")
     if parent == _PAGES_DIR:
-        return "page" if name.endswith(".md") and not name.startswith(".") else "stray"
+        return "page" if is_page_file_name(name) else "stray"
     if parent.startswith(_PAGES_DIR + "/"):
         return "nested"
     if name[-3:].casefold() != ".md":
@@ -1590,7 +1595,7 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     if not pages_dir.is_dir():
         raise VaultError("EchoesVault is not initialized here: EchoesVault/pages/ is missing.")
     names = sorted((entry.name for entry in os.scandir(pages_dir)
-                    if entry.name.endswith(".md") and not entry.name.startswith(".")
+                    if is_page_file_name(entry.name)
                     and entry.is_file(follow_symlinks=False)), key=page_sort_key)
     for name in names:
         document = read_document(ctx.workspace, f"{VAULT_DIR}/pages/{name}", page=True)
@@ -2602,8 +2607,8 @@ def read_pages(workspace: Path) -> List[Document]:
         return []
     except OSError as exc:
         raise VaultError(f"Cannot list {VAULT_DIR}/pages: {exc.strerror or exc}") from exc
-    names = sorted((entry.name for entry in entries if entry.name.endswith(".md")
-                    and not entry.name.startswith(".") and entry.is_file(follow_symlinks=False)),
+    names = sorted((entry.name for entry in entries if is_page_file_name(entry.name)
+                    and entry.is_file(follow_symlinks=False)),
                    key=page_sort_key)
     return [read_document(workspace, f"{VAULT_DIR}/pages/{name}", page=True) for name in names]
 
