@@ -64,9 +64,9 @@ def _load(target: str) -> Callable[[list[str]], int]:
 def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     leading, command, rest = _split(args)
-    if command in ("-h", "--help", None):
+    if command in ("-h", "--help"):
         sys.stdout.write(USAGE)
-        return 0 if command else 2
+        return 0
     if command == "--version":
         sys.stdout.write(f"echoes-lint engine {engine.ENGINE_VERSION} "
                          f"(protocol {engine.PROTOCOL_VERSION})\n")

@@ -105,7 +105,8 @@ MARKER_VALUE: Dict[str, Any] = {
 }
 
 VAULT_GITIGNORE_RULES = ("# Generated locally by EchoesVault", "/index.md")
-RUNTIME_GITIGNORE_RULES = ("# EchoesVault runtime files", "/state.json", "/lock", "/intent.json")
+RUNTIME_GITIGNORE_RULES = ("# EchoesVault runtime files", "/state.json", "/lock", "/intent.json",
+                           "/lock.takeover")
 
 GUIDE_START = "<!-- echoes-vault:start -->"
 GUIDE_END = "<!-- echoes-vault:end -->"
@@ -318,9 +319,25 @@ def normalize_page_name(value: object) -> str:
         raise VaultError(f"Page filename must not contain '..': {value!r}.")
     if name.startswith("."):
         raise VaultError(f"Page filename must not start with '.': {value!r}.")
-    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+    if _CONTROL_CHARACTER.search(name):
         raise VaultError(f"Page filename must not contain control characters: {value!r}.")
+    if _SURROGATE.search(name):
+        # os.fsdecode's stand-ins for bytes that are not UTF-8: no engine can name this file.
+        raise VaultError(f"Page filename is not valid UTF-8: {value!r}.")
     return f"{name}.md"
+
+
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def page_name_problem(filename: str) -> Optional[Problem]:
+    """Why a file stored in pages/ breaks the page-name rules (spec 7.1), or None."""
+    try:
+        normalize_page_name(filename)
+    except VaultError as exc:
+        return Problem("unsafe-page-name", str(exc))
+    return None
 
 
 def is_page_file_name(name: str) -> bool:
@@ -349,19 +366,31 @@ _BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
 
 
 def _closing_line_start(text: str, open_end: int) -> int:
-    """Offset of the first line after `open_end` that is `---` (trailing blanks allowed), or -1.
+    """Offset of the first line after `open_end` that is exactly `---`, or -1.
 
-    Plain `str.find` rather than a multiline regex: this runs on every page of every scan."""
+    Exactly, as every engine compares it: a `---` with trailing blanks closes nothing. Plain
+    `str.find` rather than a multiline regex: this runs on every page of every scan."""
     position = open_end
     while position >= 0:
         position = text.find("\n---", position)
         if position < 0:
             break
-        end = text.find("\n", position + 1)
-        if text[position + 1:end if end >= 0 else len(text)].rstrip() == "---":
+        if text.startswith("\n", position + 4) or position + 4 == len(text):
             return position + 1
         position += 1
     return -1
+
+
+_NEAR_DELIMITER = re.compile(r"^---[^\S\n]+$", re.MULTILINE)
+
+
+def _delimiter_hint(text: str, start: int) -> str:
+    """Point at a `---` line spoiled by trailing blanks, the usual cause of a missing delimiter."""
+    near = _NEAR_DELIMITER.search(text, start)
+    if near is None:
+        return ""
+    return (f"; line {text.count(chr(10), 0, near.start()) + 1} is `---` followed by spaces, "
+            "which engines do not accept: delete them")
 
 
 class Field(NamedTuple):
@@ -449,17 +478,19 @@ def parse_frontmatter(text: str) -> PageMeta:
     open_index = text.count("\n", 0, blank_end)
     open_end = text.find("\n", blank_end)
     opening = text[blank_end:] if open_end < 0 else text[blank_end:open_end]
-    if opening.strip() != "---":
+    if opening.lstrip() != "---":
         first = open_index + 1 if opening.strip() else 1
         hint = ("the file starts with a UTF-8 byte-order mark, which engines do not skip"
                 if text.startswith("\ufeff") else "the first line must be `---`")
+        hint += _delimiter_hint(text, blank_end) if opening.strip() == "---" else ""
         return PageMeta({}, (Problem("frontmatter-missing",
                                      f"page has no frontmatter block ({hint})", first, 1),), first, None)
     open_line = open_index + 1
     close_start = _closing_line_start(text, open_end)
     if close_start < 0:
         return PageMeta({}, (Problem("frontmatter-unclosed",
-                                     "frontmatter block opened here is never closed by a `---` line",
+                                     "frontmatter block opened here is never closed by a line that "
+                                     "is exactly `---`" + _delimiter_hint(text, open_end + 1),
                                      open_line, 1),), open_line, None)
     # Split only up to the closing line: page bodies can be long and are not frontmatter.
     lines = text[:close_start].split("\n")
@@ -939,6 +970,9 @@ class Document:
     def page_problems(self) -> List[Problem]:
         """Every problem that makes this page invalid for the protocol (markers included)."""
         problems = [self.problem] if self.problem else []
+        name_problem = page_name_problem(self.name)
+        if name_problem:
+            problems.append(name_problem)
         if has_protocol_conflict(self.markers):
             problems.append(Problem("conflict-marker", "unresolved Git conflict markers",
                                     self.markers[0][0], 1))
@@ -1239,6 +1273,7 @@ HEALTH_ISSUE_KEYS = (
     "gitReadiness",
     "outdatedRuntime",
     "interruptedWrites",
+    "strayPageEntries",
 )
 
 
@@ -1353,6 +1388,7 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     runtime = runtime_health(scan.runtime_source, scan.runtime_problem)
     state = state_health(scan.state_raw, scan.state_error, scan.state_exists)
     readiness = git_readiness(scan.git)
+    ignored_paths = set(scan.git.ignored)
     rows = parse_index_rows(scan.index_text) if scan.index_text is not None else []
     slugs = [slug for slug, _description in rows]
     page_slugs = {page_stem(document.name) for document in scan.pages}
@@ -1387,6 +1423,10 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
                             if runtime["compatible"] and not runtime["current"]
                             and not runtime["newer"] else []),
         "interruptedWrites": [f"../{INTENT_PATH}"] if scan.interrupted_write else [],
+        # Entries of pages/ that no engine reads as pages (hidden, not `.md`, nested folders),
+        # except what Git ignores, such as an editor's or the OS's droppings.
+        "strayPageEntries": [vault_relative(path) for path in scan.page_dir_strays
+                             if path not in ignored_paths],
     }
     issue_count = sum(len(items) for items in issues.values()) + (0 if state["valid"] else 1)
     health: Dict[str, Any] = {
@@ -1484,6 +1524,7 @@ _CARD_LABELS = (
     ("gitReadiness", "Git readiness issues"),
     ("outdatedRuntime", "outdated project runtime"),
     ("interruptedWrites", "interrupted multi-file write (the next write or `hydrate` finishes it)"),
+    ("strayPageEntries", "entries in pages/ that are not pages"),
 )
 
 
@@ -1588,20 +1629,13 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         raise VaultError("Search query cannot be empty.")
     limit = max(1, min(args.limit, SEARCH_MAX_LIMIT))
     folded = query.casefold()
+    if not os.path.lexists(ctx.vault / "pages"):
+        raise VaultError("EchoesVault is not initialized here: EchoesVault/pages/ is missing.")
     results: List[Dict[str, Any]] = []
     truncated = False
-    scan = Scan(ctx.workspace)
-    pages_dir = ctx.vault / "pages"
-    if not pages_dir.is_dir():
-        raise VaultError("EchoesVault is not initialized here: EchoesVault/pages/ is missing.")
-    names = sorted((entry.name for entry in os.scandir(pages_dir)
-                    if is_page_file_name(entry.name)
-                    and entry.is_file(follow_symlinks=False)), key=page_sort_key)
-    for name in names:
-        document = read_document(ctx.workspace, f"{VAULT_DIR}/pages/{name}", page=True)
+    for document in read_pages(ctx.workspace):
         if document.text is None:
             continue
-        scan.pages.append(document)
         lines = document.text.split("\n")
         first = document.meta.body_start if document.meta and document.meta.close_line else 1
         for number in range(first, len(lines) + 1):
@@ -1615,10 +1649,6 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         if truncated:
             break
     return {"ok": True, "query": query, "limit": limit, "truncated": truncated, "results": results}
-
-
-def page_path(ctx: Context, filename: str) -> Path:
-    return ctx.vault / "pages" / filename
 
 
 def read_page_text(path: Path, filename: str) -> str:
@@ -1637,9 +1667,19 @@ def read_page_text(path: Path, filename: str) -> str:
     return text
 
 
+def stored_page_name(workspace: Path, filename: str) -> str:
+    """The name on disk of page `filename` (NFC): a page saved under another Unicode
+    normalisation of the same name (macOS writes NFD) is that page."""
+    pages = managed_path(workspace, f"{VAULT_DIR}/pages", directory=True)
+    if os.path.lexists(pages / filename) or not pages.is_dir():
+        return filename
+    return next((entry.name for entry in os.scandir(pages)
+                 if entry.name != filename and nfc(entry.name) == filename), filename)
+
+
 def cmd_hash(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
-    filename = normalize_page_name(args.filename)
-    path = page_path(ctx, filename)
+    filename = stored_page_name(ctx.workspace, normalize_page_name(args.filename))
+    path = managed_path(ctx.workspace, f"{VAULT_DIR}/pages/{filename}")
     return {"ok": True, "page": str(path), "sha256": sha256_text(read_page_text(path, filename))}
 
 
@@ -2174,6 +2214,9 @@ def recovery_note(recovered: Dict[str, Any]) -> str:
 LOCK_WAIT_SECONDS = 8.0
 LOCK_STALE_SECONDS = 60.0
 LOCK_RETRY_SECONDS = 0.05
+# Serialises stale-lock takeovers between waiting writers (see VaultLock._take_over_stale).
+LOCK_GUARD_NAME = "lock.takeover"
+LOCK_GUARD_STALE_SECONDS = 5.0
 TEMP_SUFFIX = ".echoes-tmp"
 _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
 _LOCK_TOKEN = re.compile(r"^(\d+)-[0-9a-f]{16}@(.*)$")
@@ -2205,8 +2248,8 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
         except OSError as exc:
             raise VaultError(f"Cannot inspect {shown}: {exc.strerror or exc}") from exc
         if stat.S_ISLNK(mode):
-            raise VaultError(f"Refusing to use the symbolic link {shown}: EchoesVault writes only "
-                             "real files and folders inside the workspace.")
+            raise VaultError(f"Refusing to use the symbolic link {shown}: EchoesVault reads and "
+                             "writes only real files and folders inside the workspace.")
         if position < len(parts) or directory:
             if not stat.S_ISDIR(mode):
                 raise VaultError(f"{shown} must be a folder, but it is not.")
@@ -2403,13 +2446,43 @@ class VaultLock:
         return info.st_dev, info.st_ino, info.st_mtime_ns
 
     def _take_over_stale(self) -> bool:
-        """Remove a stale lock; True when the caller should retry at once. The lock is renamed
-        aside and checked again there, so two waiters that saw the same stale lock can never
-        delete a fresh lock that one of them created in the meantime: a fresh lock moved aside
-        by mistake is linked back (never over a newer one)."""
+        """Remove a stale lock; True when the caller should retry at once.
+
+        Takeovers are serialised by an exclusive guard file, and the lock is judged stale again
+        while the guard is held: a waiter that saw the same stale lock as another can therefore
+        not remove the fresh lock the other created meanwhile. The lock is also renamed aside and
+        checked again there, and a fresh lock moved aside by mistake (its owner released the
+        stale one and a newcomer locked in that instant) is linked back, never over a newer one."""
+        if self._stale(self.path) is None:
+            return not os.path.lexists(self.path)
+        guard = self.path.with_name(LOCK_GUARD_NAME)
+        if not self._hold_guard(guard):
+            return False
+        try:
+            return self._remove_stale()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(guard)
+
+    @staticmethod
+    def _hold_guard(guard: Path) -> bool:
+        flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            os.close(os.open(guard, flags, 0o644))
+            return True
+        except FileExistsError:
+            # A guard outlives its microseconds of use only when its holder died.
+            with contextlib.suppress(OSError):
+                if time.time() - os.lstat(guard).st_mtime > LOCK_GUARD_STALE_SECONDS:
+                    os.unlink(guard)
+            return False
+        except OSError as exc:
+            raise VaultError(f"Cannot take over the stale {LOCK_PATH}: {exc}") from exc
+
+    def _remove_stale(self) -> bool:
         seen = self._stale(self.path)
         if seen is None:
-            return not os.path.lexists(self.path)
+            return True
         aside = self.path.with_name(f".lock.{secrets.token_hex(4)}{TEMP_SUFFIX}")
         try:
             os.rename(self.path, aside)
@@ -2595,6 +2668,11 @@ def require_installable(workspace: Path) -> bool:
         raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} declares protocol "
                          f"{version!r}, and this engine writes only {PROTOCOL_VERSION}. Nothing "
                          "was changed.")
+    schema = value.get("schemaVersion")
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > MARKER_SCHEMA_VERSION:
+        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} has marker schema {schema}, "
+                         f"newer than this engine's {MARKER_SCHEMA_VERSION}; upgrade echoes-lint "
+                         "instead of downgrading the marker. Nothing was changed.")
     return marker_problem(value) is None
 
 
@@ -3160,7 +3238,9 @@ HANDLERS: Dict[str, Callable[[Context, argparse.Namespace], Any]] = {
 
 
 def _emit(stream: IO[bytes], text: str) -> None:
-    stream.write(text.encode("utf-8"))
+    # A file name that is not UTF-8 reaches us as surrogates (os.fsdecode): show it escaped
+    # rather than fail while reporting.
+    stream.write(text.encode("utf-8", "backslashreplace"))
     stream.flush()
 
 
@@ -3178,6 +3258,13 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         if delegated is not None:
             return delegated
         result = HANDLERS[args.command](ctx, args)
+        if ctx.recovered:
+            if isinstance(result, str):
+                result = f"> {recovery_note(ctx.recovered)}\n\n{result}"
+            else:
+                result["recovered"] = ctx.recovered
+        output = result if isinstance(result, str) else \
+            json.dumps(result, ensure_ascii=False, indent=2) + "\n"
     except VaultError as exc:
         message = str(exc)
         if ctx is not None and ctx.recovered:
@@ -3191,15 +3278,7 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         message = f"Internal error ({type(exc).__name__}): {exc}"
         _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
         return 2
-    if ctx.recovered:
-        if isinstance(result, str):
-            result = f"> {recovery_note(ctx.recovered)}\n\n{result}"
-        else:
-            result["recovered"] = ctx.recovered
-    if isinstance(result, str):
-        _emit(stdout, result)
-    else:
-        _emit(stdout, json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+    _emit(stdout, output)
     return 0
 
 

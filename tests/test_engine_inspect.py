@@ -264,7 +264,7 @@ def test_hash_errors_are_one_json_line(vault_repo: Path) -> None:
     assert_protocol_error(run_cli("hash", "..escape", cwd=vault_repo), "'..'")
     assert_protocol_error(run_cli("hash", "../escape", cwd=vault_repo), "must not contain")
     (vault_repo / "EchoesVault" / "pages" / "link.md").symlink_to("alpha.md")
-    assert_protocol_error(run_cli("hash", "link.md", cwd=vault_repo), "symbolic-link")
+    assert_protocol_error(run_cli("hash", "link.md", cwd=vault_repo), "symbolic link")
 
 
 def test_usage_errors_are_protocol_errors(tmp_path: Path) -> None:
@@ -347,3 +347,88 @@ def test_legacy_redirect_skills_count_as_durable_files() -> None:
     assert engine.is_durable_path(".opencode/skills/echoes-search-vault-pages/SKILL.md")
     assert not engine.is_durable_path(".opencode/skills/someone-else/SKILL.md")
     assert not engine.is_durable_path("EchoesVault/index.md")
+
+
+# --- odd names, Unicode forms and confinement --------------------------------------------------
+
+
+def test_a_page_name_that_is_not_utf8_is_reported_without_a_traceback(vault_repo: Path) -> None:
+    pages = os.fsencode(vault_repo / "EchoesVault" / "pages")
+    with open(os.path.join(pages, b"bad\xff.md"), "wb") as handle:
+        handle.write(page_text().encode())
+    completed = run_cli("status", cwd=vault_repo)
+    assert completed.returncode == 0 and completed.stderr == ""
+    health = json.loads(completed.stdout)["health"]
+    # JSON carries the undecodable byte as the escape \udcff, which reads back as os.fsdecode does.
+    assert health["invalidFrontmatter"] == [os.fsdecode(b"pages/bad\xff.md")]
+    assert "not valid UTF-8" in health["indexBuildErrors"][0]
+    for args in (("status", "--format", "card"), ("search", "JWT")):
+        completed = run_cli(*args, cwd=vault_repo)
+        assert completed.returncode == 0 and completed.stderr == "", completed.stderr
+    assert_protocol_error(run_cli("hash", "nope\udcff.md", cwd=vault_repo), "not valid UTF-8")
+
+
+def test_a_page_name_with_a_control_character_keeps_the_index_from_being_built(
+        vault_repo: Path) -> None:
+    write_page(vault_repo, "two\nlines.md")
+    health = status(vault_repo)["health"]
+    assert health["invalidFrontmatter"] == ["pages/two\nlines.md"]
+    assert "control characters" in health["indexBuildErrors"][0]
+
+
+def test_hash_finds_a_page_stored_in_decomposed_unicode(vault_repo: Path) -> None:
+    stored = write_page(vault_repo, unicodedata.normalize("NFD", "café.md"))
+    for requested in ("café.md", unicodedata.normalize("NFD", "café")):
+        result = json.loads(run_cli("hash", requested, cwd=vault_repo).stdout)
+        assert result["page"] == str(stored)
+        assert result["sha256"] == engine.sha256_text(page_text())
+
+
+def test_search_and_hash_refuse_a_pages_folder_linked_outside(vault_repo: Path,
+                                                              tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.md").write_text(page_text(body="TOPSECRET\n"), encoding="utf-8")
+    pages = vault_repo / "EchoesVault" / "pages"
+    shutil.rmtree(pages)
+    pages.symlink_to(outside)
+    assert_protocol_error(run_cli("search", "TOPSECRET", cwd=vault_repo), "symbolic link")
+    assert_protocol_error(run_cli("hash", "leak.md", cwd=vault_repo), "symbolic link")
+
+
+def test_a_delimiter_with_trailing_spaces_is_rejected_with_a_hint(vault_repo: Path) -> None:
+    write_page(vault_repo, "spaces.md").write_text(
+        page_text().replace("\n---\n", "\n---  \n", 1), encoding="utf-8")
+    health = status(vault_repo)["health"]
+    assert health["invalidFrontmatter"] == ["pages/spaces.md"]
+    assert "`---` followed by spaces" in health["indexBuildErrors"][0]
+
+
+def test_entries_of_pages_that_are_not_pages_are_reported(vault_repo: Path) -> None:
+    pages = vault_repo / "EchoesVault" / "pages"
+    (pages / "Notes.MD").write_text(page_text(), encoding="utf-8")
+    (pages / ".hidden.md").write_text(page_text(), encoding="utf-8")
+    (pages / "nested").mkdir()
+    (pages / "nested" / "deep.md").write_text(page_text(), encoding="utf-8")
+    (vault_repo / ".gitignore").write_text(".DS_Store\n", encoding="utf-8")
+    (pages / ".DS_Store").write_bytes(b"\0")
+    health = status(vault_repo)["health"]
+    assert health["strayPageEntries"] == ["pages/.hidden.md", "pages/Notes.MD", "pages/nested/"]
+    assert health["totalPages"] == 2
+
+
+def test_no_command_is_a_protocol_error(tmp_path: Path) -> None:
+    assert_protocol_error(run_cli(cwd=tmp_path), "required")
+
+
+@pytest.mark.parametrize("kind", ["uninitialized", "legacy"])
+def test_status_is_read_only_in_uninitialized_and_legacy_folders(git_repo: Path,
+                                                                  kind: str) -> None:
+    (git_repo / "README.md").write_text("project\n", encoding="utf-8")
+    if kind == "legacy":
+        write_page(git_repo, "old.md")
+        (git_repo / "EchoesVault" / "index.md").write_text("# EchoesVault Index\n- [[old]]: x\n")
+    before = snapshot(git_repo)
+    for args in (("status",), ("inspect", "--format", "card"), ("protocol",)):
+        assert run_cli(*args, cwd=git_repo).returncode == 0
+    assert snapshot(git_repo) == before

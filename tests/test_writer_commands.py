@@ -106,8 +106,9 @@ def test_upsert_accepts_a_legacy_index_description(vault: Path) -> None:
 def test_a_page_stored_under_another_unicode_form_is_updated_in_place(vault: Path) -> None:
     decomposed = unicodedata.normalize("NFD", "café.md")
     (vault / PAGES / decomposed).write_text(page("Coffee."), encoding="utf-8")
+    # The agent's path: `hash` the NFC name it knows, then upsert with that hash.
     result = ok(cli(vault, *UPSERT, payload={"filename": "café.md", "content": page("Café."),
-                                             "expectedSha256": engine.sha256_text(page("Coffee."))}))
+                                             "expectedSha256": page_hash(vault, "café.md")}))
     assert result["action"] == "updated" and result["page"] == str(vault / PAGES / decomposed)
     assert [path.name for path in (vault / PAGES).iterdir()] == [decomposed]
 

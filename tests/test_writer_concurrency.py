@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import List
 
+import pytest
 from helpers_writer import (
     INDEX,
     LOCK,
@@ -130,3 +131,68 @@ def test_a_lock_of_a_dead_local_writer_is_taken_over_at_once(git_repo: Path) -> 
     assert not engine.lock_owner_gone(lock.read_text().strip())
     assert engine.lock_owner_gone(f"{finished.stdout.strip()}-{'0' * 16}@{host}")
     assert not engine.lock_owner_gone(f"{finished.stdout.strip()}-{'0' * 16}@other-host")
+
+
+# Deterministic takeover races, in process: two waiters that saw the same stale lock.
+
+
+def stale_lock(repo: Path, token: str = "4242-abandoned") -> Path:
+    (repo / ".echoes-vault").mkdir(exist_ok=True)
+    lock = repo / LOCK
+    lock.write_text(token + "\n")
+    old = time.time() - 61
+    os.utime(lock, (old, old))
+    return lock
+
+
+def test_a_waiter_never_takes_over_while_another_holds_the_takeover_guard(tmp_path: Path) -> None:
+    lock = stale_lock(tmp_path)
+    guard = lock.with_name(engine.LOCK_GUARD_NAME)
+    guard.write_text("")
+    waiter = engine.VaultLock(tmp_path)
+    assert waiter._take_over_stale() is False
+    assert lock.read_text() == "4242-abandoned\n"
+
+
+def test_a_takeover_guard_left_by_a_dead_waiter_is_cleared(tmp_path: Path) -> None:
+    lock = stale_lock(tmp_path)
+    guard = lock.with_name(engine.LOCK_GUARD_NAME)
+    guard.write_text("")
+    old = time.time() - engine.LOCK_GUARD_STALE_SECONDS - 1
+    os.utime(guard, (old, old))
+    waiter = engine.VaultLock(tmp_path)
+    assert waiter._take_over_stale() is False  # clears the dead guard; the next try proceeds
+    assert waiter._take_over_stale() is True
+    assert not lock.exists() and not guard.exists()
+
+
+def test_a_waiter_that_saw_the_stale_lock_leaves_the_new_owners_lock_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = stale_lock(tmp_path)
+    first, second = engine.VaultLock(tmp_path), engine.VaultLock(tmp_path)
+    stale_identity = second._stale(lock)
+    assert stale_identity is not None
+    real_stale = second._stale
+    judged = iter([stale_identity])  # the second waiter judged the lock stale before...
+    monkeypatch.setattr(second, "_stale", lambda path: next(judged, None) or real_stale(path))
+
+    def rename_while_a_third_waiter_locks(source: object, target: object) -> None:
+        os.replace(source, target)  # type: ignore[arg-type]
+        lock.write_text("third-waiter\n")  # ...and a third locks the emptied path at once
+
+    with first:  # ...the first took the stale lock over and now holds a fresh one
+        monkeypatch.setattr(os, "rename", rename_while_a_third_waiter_locks)
+        assert second._take_over_stale() is True  # retry, without moving the fresh lock
+        assert lock.read_text().strip() == first.token
+
+
+def test_a_fresh_lock_renamed_aside_by_mistake_is_put_back(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = stale_lock(tmp_path)
+    waiter = engine.VaultLock(tmp_path)
+    judged = iter([(1, 2, 3), (1, 2, 3)])  # stale when judged, but the file moved aside is not it
+    real_stale = waiter._stale
+    monkeypatch.setattr(waiter, "_stale", lambda path: next(judged, None) or real_stale(path))
+    lock.write_text("fresh-owner\n")  # a newcomer's fresh lock replaced the stale one meanwhile
+    assert waiter._take_over_stale() is True
+    assert lock.read_text() == "fresh-owner\n"

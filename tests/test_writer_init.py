@@ -41,7 +41,7 @@ def test_init_installs_the_whole_layout(git_repo: Path) -> None:
     assert (git_repo / RUNTIME).read_bytes() == ENGINE_FILE.read_bytes()
     assert (vault / ".gitignore").read_text() == "# Generated locally by EchoesVault\n/index.md\n"
     assert (git_repo / ".echoes-vault/.gitignore").read_text() == (
-        "# EchoesVault runtime files\n/state.json\n/lock\n/intent.json\n")
+        "# EchoesVault runtime files\n/state.json\n/lock\n/intent.json\n/lock.takeover\n")
     assert (vault / "index.md").read_text() == engine.INDEX_HEADER
     assert engine.GENERATED_SIGNATURE in (vault / "AGENT_PROTOCOL.md").read_text()
     for guide in ("AGENTS.md", "CLAUDE.md"):
@@ -97,7 +97,8 @@ def test_text_outside_the_managed_block_and_existing_ignore_rules_survive(git_re
     assert (vault / ".gitignore").read_text() == (
         "*.tmp\n/index.md\n# Generated locally by EchoesVault\n")
     assert (git_repo / ".echoes-vault/.gitignore").read_bytes() == (
-        b"/lock\r\nlocal/\r\n# EchoesVault runtime files\r\n/state.json\r\n/intent.json\r\n")
+        b"/lock\r\nlocal/\r\n# EchoesVault runtime files\r\n/state.json\r\n/intent.json\r\n"
+        b"/lock.takeover\r\n")
     before = snapshot(git_repo)
     init_vault(git_repo)
     assert snapshot(git_repo) == before
@@ -129,6 +130,17 @@ def test_an_unsupported_protocol_leaves_the_vault_untouched(git_repo: Path,
     payload = {"entry": "x", "filename": "a.md", "content": page(), "dailySummary": "x"}
     message = refused(cli(git_repo, *command, payload=payload))
     assert "2.0.0" in message and "Refusing to write" in message
+    assert snapshot(git_repo) == before
+
+
+@pytest.mark.parametrize("command", ["init", "migrate", "upgrade"])
+def test_init_refuses_to_downgrade_a_newer_marker_schema(git_repo: Path, command: str) -> None:
+    init_vault(git_repo)
+    marker = git_repo / "EchoesVault/.echoes-vault.json"
+    marker.write_text(json.dumps({**MARKER, "schemaVersion": 4}))
+    before = snapshot(git_repo)
+    message = refused(cli(git_repo, command))
+    assert "marker schema 4" in message and "Nothing was changed" in message
     assert snapshot(git_repo) == before
 
 
