@@ -15,7 +15,7 @@ from typing import IO, Any, Callable, NoReturn, Optional
 
 from echoes_lint import __version__
 from echoes_lint.checker import CheckResult, exit_code, run_checks
-from echoes_lint.config import ConfigError, load_config, split_codes
+from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
 from echoes_lint.findings import RULES, Rule
 
 FORMATS = ("concise", "full", "json", "github", "sarif")
@@ -58,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="comma-separated codes or prefixes to skip (adds to `ignore`)")
     parser.add_argument("--exit-zero", action="store_true",
                         help="exit 0 even when there are findings")
-    parser.add_argument("--fail-on", choices=("error", "warning"), default=None,
-                        help="lowest severity that fails the check (default: error)")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
+                        help="lowest severity that fails the check, or never (default: error)")
     parser.add_argument("--statistics", action="store_true",
                         help="print the number of findings per rule instead of each finding")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",

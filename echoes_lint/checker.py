@@ -149,10 +149,24 @@ def _locate_vault(repo_root: Path, vault_dir: Optional[str]) -> tuple[Path, str]
     except (OSError, ValueError) as exc:
         raise ConfigError(f"vault dir {given!r} is outside the repository {repo_root}") from exc
     if not os.path.lexists(parent / VAULT):
+        found = None if vault_dir else _only_tracked_vault(repo_root)
+        if found is not None:
+            return _locate_vault(repo_root, found)
         where = f"{relative}/{VAULT}" if relative != "." else VAULT
-        raise ConfigError(f"no vault at {where!r} in {repo_root}; pass --vault-dir or set "
-                          "`vault-dir` in [tool.echoes-lint]")
+        raise NoVault(f"no vault at {where!r} in {repo_root}; pass --vault-dir or set "
+                      "`vault-dir` in [tool.echoes-lint]")
     return parent, "" if relative == "." else relative + "/"
+
+
+class NoVault(ConfigError):
+    """The repository has no vault where the configuration says, and none to find."""
+
+
+def _only_tracked_vault(repo_root: Path) -> Optional[str]:
+    """The vault folder of a monorepo whose only committed marker sits in a subfolder."""
+    markers = engine.split_nul(engine.run_git(
+        repo_root, ["ls-files", "-z", "--", f"*/{VAULT}/{engine.MARKER_FILE}"]))
+    return markers[0].rsplit("/", 1)[0] if len(markers) == 1 else None
 
 
 def _resolve_paths(workspace: Path, root: Path,
@@ -189,7 +203,6 @@ def _whole_context(root: Path, prefix: str, git: bool) -> Context:
 def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
                    untracked: bool) -> Context:
     scan = engine.Scan(root)
-    _read_marker(scan)
     ancestors: dict[str, bool] = {}
 
     def load(relative: str, page: bool) -> engine.Document:
@@ -219,6 +232,7 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
         scan.git = engine.GitFacts(True, tuple(sorted(index)),
                                    tuple(path for path in outside if path not in ignored),
                                    tuple(sorted(ignored)))
+    _read_marker(scan, index if git else None)
     engine.finish_scan(scan)
     return Context(scan, prefix, git, index, frozenset(scan.files) | frozenset(scan.symlinks),
                    lambda: _staged_changes(root))
@@ -231,7 +245,6 @@ def _staged_context(root: Path, prefix: str) -> Context:
               if status in "AMT" and path.startswith(VAULT + "/")]
     blobs = _blobs(root, [sha for _path, mode, sha in staged if mode in ("100644", "100755")])
     scan = engine.Scan(root)
-    _read_marker(scan)
     contents: dict[str, bytes] = {}
 
     def load(relative: str, page: bool) -> engine.Document:
@@ -246,6 +259,7 @@ def _staged_context(root: Path, prefix: str) -> Context:
             _classify(scan, path, load)
     index = frozenset(_ls_files(root))
     scan.git = engine.GitFacts(True, tuple(sorted(index)))
+    _read_marker(scan, index, contents.get(MARKER_PATH))
     engine.finish_scan(scan)
     return Context(scan, prefix, True, index, frozenset(scan.files) | frozenset(scan.symlinks),
                    lambda: changes)
@@ -266,8 +280,23 @@ def _classify(scan: engine.Scan, relative: str,
         engine.file_document(scan, load(relative, kind == "page"), kind)
 
 
-def _read_marker(scan: engine.Scan) -> None:
-    scan.marker_exists, scan.marker_value, scan.marker_error = engine.read_marker_file(scan.vault)
+MARKER_PATH = f"{VAULT}/{engine.MARKER_FILE}"
+
+
+def _read_marker(scan: engine.Scan, index: Optional[frozenset[str]] = None,
+                 staged: Optional[bytes] = None) -> None:
+    """The marker as the commit will record it: from the staged blob when there is one, and
+    missing when Git's index does not hold it (a staged deletion, or never added)."""
+    if index is not None and MARKER_PATH not in index:
+        scan.marker_exists, scan.marker_value, scan.marker_error = False, None, None
+    elif staged is not None:
+        text, problem = engine.decode_text(staged)
+        value, error = (engine.parse_marker(text) if text is not None
+                        else (None, f"cannot read marker: {problem.message if problem else ''}"))
+        scan.marker_exists, scan.marker_value, scan.marker_error = True, value, error
+    else:
+        scan.marker_exists, scan.marker_value, scan.marker_error = \
+            engine.read_marker_file(scan.vault)
 
 
 def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Optional[str]:

@@ -1109,11 +1109,16 @@ def read_marker_file(vault: Path) -> Tuple[bool, Any, Optional[str]]:
         return False, None, None
     if error:
         return True, None, f"cannot read marker: {error}"
+    return (True, *parse_marker(text or ""))
+
+
+def parse_marker(text: str) -> Tuple[Any, Optional[str]]:
+    """(parsed JSON or None, why it is not a Protocol 1.0.0 marker or None) of marker text."""
     try:
-        value = json.loads(text or "")
+        value = json.loads(text)
     except ValueError as exc:
-        return True, None, f"marker is not valid JSON: {_json_reason(exc)}"
-    return True, value, marker_problem(value)
+        return None, f"marker is not valid JSON: {_json_reason(exc)}"
+    return value, marker_problem(value)
 
 
 def scan_workspace(workspace: Path, *, git: bool = True) -> Scan:

@@ -172,7 +172,8 @@ Fix: `git rm --cached -- <path>`.
             "EV022", "untracked-durable-file", _W,
             "A page, daily entry, asset or raw file is untracked or ignored by Git.",
             """
-Durable knowledge only reaches the team when it is committed.
+Durable knowledge only reaches the team when it is committed. The protocol files every clone
+needs (the marker, the portable runtime, the agent adapters) are reported the same way.
 
 Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it.
 """,

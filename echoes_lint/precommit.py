@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
-from echoes_lint.checker import exit_code, run_checks
+from echoes_lint.checker import NoVault, exit_code, run_checks
 from echoes_lint.config import load_config
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
@@ -40,8 +40,13 @@ def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
 def _hook(hook_id: str, args: argparse.Namespace) -> int:
     workspace = Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
-    result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
-                        config=config, select=HOOKS[hook_id])
+    try:
+        result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
+                            config=config, select=HOOKS[hook_id])
+    except NoVault:
+        if args.vault_dir:
+            raise
+        return 0  # a repository without a vault (yet) has nothing for these hooks to check
     if result.findings:
         write_text(render_result(result, "concise"), None)
     return exit_code(result.findings, result.config.fail_on)

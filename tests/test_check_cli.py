@@ -56,6 +56,8 @@ def test_warnings_alone_pass_unless_fail_on_warning(repo: Path) -> None:
     fix_notes(repo, body="# Heading\n\nSee [[nowhere]].\n")
     assert lint(repo).returncode == 0
     assert lint(repo, "--fail-on", "warning").returncode == 1
+    never = lint(repo, "--fail-on", "never", "--select", "EV050")
+    assert never.returncode == 0 and "EV050" in never.stdout
 
 
 def test_exit_zero_reports_but_passes(repo: Path) -> None:

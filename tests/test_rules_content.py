@@ -114,6 +114,8 @@ FRONTMATTER_CASES = [
      (5, 10)),
     ("EV018", "---\ntype: note\nstack: []\nstatus: active\nsummary: " + "x" * 161 + "\n---\n",
      (5, 10)),
+    ("EV018", "---\ntype: note\nstack: []\nstatus: active\nsummary: first\n  second\n---\n",
+     (5, 10)),
 ]
 
 

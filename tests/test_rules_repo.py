@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Optional
 
 import pytest
-from conftest import git
+from conftest import git, init_repo, run_cli
 from helpers_check import PAGES, commit, located, page, vault_repo, write
 
 from echoes_lint.checker import run_checks
@@ -212,3 +214,53 @@ def test_missing_invalid_or_foreign_marker_is_ev041(repo: Path, text: Optional[s
 
 def test_valid_marker_is_not_ev041(repo: Path) -> None:
     assert findings(repo, "EV041") == []
+
+
+# --- the marker as the commit records it, and where the vault is -------------------------------
+
+
+def test_a_staged_deletion_of_the_marker_is_ev041_in_staged_and_hook_modes(repo: Path) -> None:
+    git(repo, "rm", "-q", "--cached", "EchoesVault/.echoes-vault.json")
+    assert ("EchoesVault/.echoes-vault.json", 1, 1, "EV041") in located(repo, staged=True)
+    assert ("EchoesVault/.echoes-vault.json", 1, 1, "EV041") in located(
+        repo, paths=[f"{PAGES}/home.md"])
+
+
+def test_a_staged_marker_is_read_from_the_index_not_the_disk(repo: Path) -> None:
+    marker = repo / "EchoesVault" / ".echoes-vault.json"
+    good = marker.read_text(encoding="utf-8")
+    marker.write_text(good.replace('"1.0.0"', '"2.0.0"'), encoding="utf-8")
+    git(repo, "add", "EchoesVault/.echoes-vault.json")
+    marker.write_text(good, encoding="utf-8")  # the disk is fine again, the commit is not
+    assert ("EchoesVault/.echoes-vault.json", 1, 1, "EV041") in located(repo, staged=True)
+
+
+def test_the_only_committed_vault_of_a_monorepo_is_found_without_configuration(
+        tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "mono")
+    (repo / "docs").mkdir()
+    git(repo, "mv", "EchoesVault", "docs/EchoesVault")
+    commit(repo, "move the vault")
+    write(repo, "docs/EchoesVault/pages/broken.md", "no frontmatter\n")
+    assert ("docs/EchoesVault/pages/broken.md", 1, 1, "EV010") in located(repo)
+
+
+def test_hooks_pass_quietly_in_a_repository_without_a_vault(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "plain")
+    write(repo, "README.md", "project\n")
+    completed = subprocess.run([sys.executable, "-c",
+                                "import sys; from echoes_lint.precommit import lint_main; "
+                                "sys.exit(lint_main(['README.md']))"],
+                               cwd=repo, capture_output=True, text=True, check=False)
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "", "")
+    completed = run_cli("check", cwd=repo)
+    assert completed.returncode == 2 and "no vault" in completed.stderr
+
+
+def test_untracked_protocol_files_are_named_as_such(repo: Path) -> None:
+    write(repo, ".echoes-vault/echoes_vault.py", 'ENGINE_VERSION = "1.2.0"\n')
+    write(repo, f"{PAGES}/new.md", page())
+    messages = {f.path: f.message for f in findings(repo, "EV022")}
+    assert messages[".echoes-vault/echoes_vault.py"].startswith(
+        "committed EchoesVault protocol file is not tracked")
+    assert messages[f"{PAGES}/new.md"].startswith("durable vault file is not tracked")

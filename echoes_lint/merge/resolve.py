@@ -262,11 +262,8 @@ def describe_stages(stages: Sequence[int]) -> str:
 
 
 def _kind(path: str) -> str:
-    if path.startswith(f"{engine.VAULT_DIR}/pages/") and path.count("/") == 2:
-        return "page"
-    if path.startswith(f"{engine.VAULT_DIR}/daily/"):
-        return "daily"
-    return "file"
+    kind = engine.classify_vault_path(path)
+    return kind if kind in ("page", "daily") else "file"
 
 
 @dataclasses.dataclass

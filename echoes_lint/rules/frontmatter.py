@@ -25,15 +25,12 @@ KIND_CODES = {
     "unreadable": "EV019",
 }
 
+# How to fix, where the engine's own message does not already say it.
 _HOW = {
     "EV010": "start the page with a `---` line, then `type`, `stack`, `status`, `summary` and "
              "a closing `---`",
-    "EV011": "add a line that is exactly `---` after the last frontmatter key",
-    "EV012": "add `type`, `stack`, `status` and `summary`",
-    "EV013": "write `key: value` with the key at the start of the line; indent continuation lines",
     "EV014": "keep one of the two keys",
     "EV015": "add the key to the frontmatter",
-    "EV017": "close the quote; inside single quotes write `''`, double quotes follow JSON",
     "EV018": "shorten the summary to one line of at most 160 characters",
 }
 

@@ -32,6 +32,13 @@ def check(ctx: Context) -> Iterator[Finding]:
         force = "-f " if key == "ignoredDurableFiles" else ""
         for relative in readiness[key]:
             fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
+            # Knowledge (pages, daily entries, assets, raw sources), or a protocol file that
+            # every clone needs: the marker, the runtime, the agent adapters.
+            what = ("durable vault file" if relative.startswith(DURABLE_PREFIXES)
+                    else "committed EchoesVault protocol file")
             yield ctx.finding(
                 "EV022", relative, 1, 1,
-                f"durable vault file {how}, so it never reaches the team; run `{fix}`", fix)
+                f"{what} {how}, so it never reaches the team; run `{fix}`", fix)
+
+
+DURABLE_PREFIXES = tuple(f"{engine.VAULT_DIR}/{folder}/" for folder in engine.DURABLE_DIRS)
