@@ -1173,10 +1173,11 @@ def classify_vault_path(relative: str) -> str:
     """What a scan does with a vault file, given its workspace-relative path:
 
     - "page": a knowledge page (spec 7.1), read and parsed;
-    - "daily" or "markdown": other vault Markdown, read for conflict markers;
+    - "daily" or "markdown": other vault Markdown (raw and asset notes too), read for
+      conflict markers;
     - "stray": an entry of pages/ that is not a page (hidden, not `.md`);
     - "nested": anything below a folder inside pages/ (nested pages are not protocol pages);
-    - "data": assets, raw sources and other files, counted but never read.
+    - "data": every other file (assets, raw sources), counted but never read.
     """
     parent, _, name = relative.rpartition("/")
     if parent == _PAGES_DIR:
@@ -1185,10 +1186,9 @@ def classify_vault_path(relative: str) -> str:
         return "nested"
     if name[-3:].casefold() != ".md":
         return "data"
-    top = relative[len(VAULT_DIR) + 1:].partition("/")[0]
-    if top == "daily":
+    if relative.startswith(f"{VAULT_DIR}/daily/"):
         return "daily"
-    return "data" if top in ("assets", "raw") else "markdown"
+    return "markdown"
 
 
 def file_document(scan: Scan, document: Document, kind: str) -> None:

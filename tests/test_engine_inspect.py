@@ -432,3 +432,10 @@ def test_status_is_read_only_in_uninitialized_and_legacy_folders(git_repo: Path,
     for args in (("status",), ("inspect", "--format", "card"), ("protocol",)):
         assert run_cli(*args, cwd=git_repo).returncode == 0
     assert snapshot(git_repo) == before
+
+
+def test_conflict_markers_in_raw_notes_are_reported_too(vault_repo: Path) -> None:
+    notes = vault_repo / "EchoesVault" / "raw" / "notes.md"
+    notes.write_text("<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> topic\n", encoding="utf-8")
+    (vault_repo / "EchoesVault" / "assets" / "diagram.png").write_bytes(b"<<<<<<< HEAD\n")
+    assert status(vault_repo)["health"]["conflictMarkers"] == ["raw/notes.md"]
