@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import errno
+import functools
 import gc
 import hashlib
 import json
@@ -966,9 +967,10 @@ class Document:
     def name(self) -> str:
         return self.path.rsplit("/", 1)[-1]
 
-    @property
+    @functools.cached_property
     def page_problems(self) -> List[Problem]:
-        """Every problem that makes this page invalid for the protocol (markers included)."""
+        """Every problem that makes this page invalid for the protocol (markers included).
+        Computed once: health and the index both ask for every page."""
         problems = [self.problem] if self.problem else []
         name_problem = page_name_problem(self.name)
         if name_problem:
