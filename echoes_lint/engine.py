@@ -687,7 +687,6 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
 # Daily entries (spec section 9)
 # ---------------------------------------------------------------------------------------------
 
-DAILY_DIR_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DAILY_FILE_RE = re.compile(
     r"^(\d{8}T\d{6}\d{6}Z)-(scratchpad|session)(?:-([a-z0-9._-]+))?-([0-9a-f]{8})\.md$"
 )
