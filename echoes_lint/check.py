@@ -32,6 +32,20 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def add_scope_options(parser: argparse.ArgumentParser, workspace_default: Optional[str]) -> None:
+    """What to check and with which rules: the options `check` and `ci` share."""
+    parser.add_argument("--workspace", default=workspace_default, metavar="DIR",
+                        help="a directory inside the repository (default: the current one)")
+    parser.add_argument("--vault-dir", default=None, metavar="PATH",
+                        help="the EchoesVault folder, relative to the repository root")
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="read this TOML file instead of .echoes-lint.toml / pyproject.toml")
+    parser.add_argument("--select", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to check (replaces `select`)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to skip (adds to `ignore`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="echoes-lint check",
@@ -41,21 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="files or folders to check (default: the whole vault); "
                              "repository-wide facts are always checked")
-    parser.add_argument("--workspace", default=None, metavar="DIR",
-                        help="a directory inside the repository (default: the current one)")
-    parser.add_argument("--vault-dir", default=None, metavar="PATH",
-                        help="the EchoesVault folder, relative to the repository root")
-    parser.add_argument("--config", default=None, metavar="FILE",
-                        help="read this TOML file instead of .echoes-lint.toml / pyproject.toml")
+    add_scope_options(parser, workspace_default=None)
     parser.add_argument("--staged", action="store_true",
                         help="check the staged snapshot (what `git commit` would record)")
     parser.add_argument("--output-format", choices=FORMATS, default="concise")
     parser.add_argument("-o", "--output-file", default=None, metavar="FILE",
                         help="write the report to FILE instead of standard output")
-    parser.add_argument("--select", action="append", default=[], metavar="CODES",
-                        help="comma-separated codes or prefixes to check (replaces `select`)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
-                        help="comma-separated codes or prefixes to skip (adds to `ignore`)")
     parser.add_argument("--exit-zero", action="store_true",
                         help="exit 0 even when there are findings")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from echoes_lint import __version__, engine
-from echoes_lint.check import Parser, UsageError, guarded, write_text
+from echoes_lint.check import Parser, UsageError, add_scope_options, guarded, write_text
 from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.findings import RULES, Finding, Severity
@@ -47,16 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read-only EchoesVault status and lint gate for CI: a report in the log, "
                     "annotations, a job summary and step outputs under GitHub Actions.",
     )
-    parser.add_argument("--workspace", default=".", metavar="DIR",
-                        help="a directory inside the repository (default: the current one)")
-    parser.add_argument("--vault-dir", default=None, metavar="PATH",
-                        help="the EchoesVault folder, relative to the repository root")
-    parser.add_argument("--config", default=None, metavar="FILE",
-                        help="read this TOML file instead of .echoes-lint.toml / pyproject.toml")
-    parser.add_argument("--select", action="append", default=[], metavar="CODES",
-                        help="comma-separated codes or prefixes to check (replaces `select`)")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
-                        help="comma-separated codes or prefixes to skip (adds to `ignore`)")
+    add_scope_options(parser, workspace_default=".")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
                         help="fail on errors or an unhealthy status, on warnings too, or never "
                              "(default: the configured `fail-on`, else error)")

@@ -77,6 +77,15 @@ def twelve_upserts(repo: Path) -> None:
     assert not (repo / LOCK).exists()
 
 
+def stale_lock(repo: Path, token: str = "4242-abandoned") -> Path:
+    (repo / ".echoes-vault").mkdir(exist_ok=True)
+    lock = repo / LOCK
+    lock.write_text(token + "\n")
+    old = time.time() - 61
+    os.utime(lock, (old, old))
+    return lock
+
+
 def test_12_concurrent_upserts_leave_all_12_pages_in_the_index(git_repo: Path) -> None:
     init_vault(git_repo)
     twelve_upserts(git_repo)
@@ -84,10 +93,7 @@ def test_12_concurrent_upserts_leave_all_12_pages_in_the_index(git_repo: Path) -
 
 def test_a_stale_lock_is_taken_over_safely_by_concurrent_writers(git_repo: Path) -> None:
     init_vault(git_repo)
-    lock = git_repo / LOCK
-    lock.write_text("4242-abandoned\n")
-    old = time.time() - 61
-    os.utime(lock, (old, old))
+    stale_lock(git_repo)
     twelve_upserts(git_repo)
 
 
@@ -106,10 +112,7 @@ def test_a_fresh_foreign_lock_makes_a_writer_wait_then_fail(git_repo: Path) -> N
 
 def test_a_lock_older_than_60_seconds_is_taken_over(git_repo: Path) -> None:
     init_vault(git_repo)
-    lock = git_repo / LOCK
-    lock.write_text("another-engine-token\n")
-    old = time.time() - 61
-    os.utime(lock, (old, old))
+    lock = stale_lock(git_repo, "another-engine-token")
     ok(runtime(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
     assert len(daily_entries(git_repo)) == 1
     assert not lock.exists()
@@ -134,15 +137,6 @@ def test_a_lock_of_a_dead_local_writer_is_taken_over_at_once(git_repo: Path) -> 
 
 
 # Deterministic takeover races, in process: two waiters that saw the same stale lock.
-
-
-def stale_lock(repo: Path, token: str = "4242-abandoned") -> Path:
-    (repo / ".echoes-vault").mkdir(exist_ok=True)
-    lock = repo / LOCK
-    lock.write_text(token + "\n")
-    old = time.time() - 61
-    os.utime(lock, (old, old))
-    return lock
 
 
 def test_a_waiter_never_takes_over_while_another_holds_the_takeover_guard(tmp_path: Path) -> None:
