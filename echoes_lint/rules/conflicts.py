@@ -23,7 +23,7 @@ def conflict_spans(markers: Sequence[tuple[int, str]]) -> list[tuple[int, int]]:
     for block in blocks:
         present = [x for x in (block.start, block.base, block.separator, block.end) if x is not None]
         last = max(present) if block.start is None or block.end is not None else sys.maxsize
-        spans.append((min(present), last))
+        spans.append((block.first_line, last))
     return spans
 
 

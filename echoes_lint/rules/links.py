@@ -140,7 +140,7 @@ def check(ctx: Context) -> Iterator[Finding]:
         if document.text is None or "[[" not in document.text:
             continue
         meta = document.meta
-        first = meta.close_line + 1 if meta is not None and meta.close_line else 1
+        first = meta.body_start if meta is not None and meta.close_line else 1
         for link in links(document.text, first):
             target = _target(link.inner)
             if not target:
