@@ -2,5 +2,5 @@
 
 from echoes_lint.engine import ENGINE_VERSION, PROTOCOL_VERSION
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["ENGINE_VERSION", "PROTOCOL_VERSION", "__version__"]

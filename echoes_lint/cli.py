@@ -10,7 +10,7 @@ import importlib
 import sys
 from typing import Callable, Optional
 
-from echoes_lint import engine
+from echoes_lint import __version__, engine
 
 # command -> "module:function"; every function takes the argv after the command name.
 TOOL_COMMANDS: dict[str, str] = {
@@ -68,8 +68,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         sys.stdout.write(USAGE)
         return 0
     if command == "--version":
-        sys.stdout.write(f"echoes-lint engine {engine.ENGINE_VERSION} "
-                         f"(protocol {engine.PROTOCOL_VERSION})\n")
+        sys.stdout.write(f"echoes-lint {__version__} (engine {engine.ENGINE_VERSION}, "
+                         f"protocol {engine.PROTOCOL_VERSION})\n")
         return 0
     if command in TOOL_COMMANDS:
         # Tool commands take the workspace as their own option; the agent options mean nothing there.
