@@ -1735,22 +1735,26 @@ AGENT_PROTOCOL_TEXT = _fill("""\
 @GENERATED@
 @ADAPTER_LINE@
 
-This repository keeps its project memory in `EchoesVault/`: plain Markdown that every coding
-agent shares through one writer, the project runtime `@RUNTIME@` (engine @ENGINE@,
-EchoesVault protocol @PROTOCOL@). This page is the working contract for agents.
+This repository keeps its project memory in `EchoesVault/`: plain Markdown
+that every coding agent shares through one writer, the project runtime
+`@RUNTIME@` (engine @ENGINE@, EchoesVault protocol @PROTOCOL@).
+This page is the working contract for agents.
 
 ## Before anything else
 
-- `EchoesVault/.echoes-vault.json` must declare `"protocolVersion": "@PROTOCOL@"`. If it declares
-  anything else, do not write; report the mismatch.
-- Knowledge lives in `EchoesVault/pages/*.md` (curated pages) and `EchoesVault/daily/**/*.md`
-  (one file per scratchpad or session entry). `EchoesVault/index.md` and
-  `.echoes-vault/state.json` are generated on each machine: never edit or commit them.
-- Every change goes through the runtime, with payloads as JSON on standard input, never spliced
-  into a shell command line:
+- `EchoesVault/.echoes-vault.json` must declare
+  `"protocolVersion": "@PROTOCOL@"`. If it declares anything else, do not write;
+  report the mismatch.
+- Knowledge lives in `EchoesVault/pages/*.md` (curated pages) and
+  `EchoesVault/daily/**/*.md` (one file per scratchpad or session entry).
+  `EchoesVault/index.md` and `.echoes-vault/state.json` are generated on each
+  machine: never edit or commit them.
+- Every change goes through the runtime, with payloads as JSON on standard
+  input, never spliced into a shell command line:
 
   ```sh
-  @CALL@ --agent <agent-name> --adapter-version <adapter-version> <command>
+  @CALL@ \\
+    --agent <agent-name> --adapter-version <adapter-version> <command>
   ```
 
 - A non-zero exit status means nothing was saved: never report success then.
@@ -1758,18 +1762,22 @@ EchoesVault protocol @PROTOCOL@). This page is the working contract for agents.
 ## Commands
 
 - `status --format card` or `inspect`: health report; changes nothing.
-- `start --recent 3`: the index and the latest daily entries, when the user asks to resume.
-- `search "<words>"`: matching lines of page bodies; then read only the pages you need.
+- `start --recent 3`: the index and the latest daily entries, when the user
+  asks to resume.
+- `search "<words>"`: matching lines of page bodies; then read only the pages
+  you need.
 - `hash <page>.md`: the current SHA-256 of a page, required to replace it.
-- `append --payload -`: one scratchpad entry, `{"entry": "...", "agent": "<agent-name>"}`.
-- `upsert --payload -`: create or replace one page,
-  `{"filename": "<page>.md", "content": "...", "expectedSha256": "<hash, for existing pages>"}`.
+- `append --payload -`: one scratchpad entry,
+  `{"entry": "...", "agent": "<agent-name>"}`.
+- `upsert --payload -`: create or replace one page, `{"filename": "<page>.md",
+  "content": "...", "expectedSha256": "<hash, for existing pages>"}`.
 - `end --confirm-explicit-user-end --payload -`: save the session,
-  `{"dailySummary": "...", "pages": [<upsert objects>], "agent": "<agent-name>"}`. Only when the
-  user explicitly asks to end, wrap up or save the session.
-- `hydrate` or `rebuild-index`: regenerate the local index and state after a pull or a merge.
-- `init`, `migrate`, `upgrade`, `configure-agents`: install, convert or repair the vault and its
-  agent adapters, when the user asks.
+  `{"dailySummary": "...", "pages": [<upsert objects>], "agent": "<name>"}`.
+  Only when the user explicitly asks to end, wrap up or save the session.
+- `hydrate` or `rebuild-index`: regenerate the local index and state after a
+  pull or a merge.
+- `init`, `migrate`, `upgrade`, `configure-agents`: install, convert or repair
+  the vault and its agent adapters, when the user asks.
 
 ## Pages
 
@@ -1786,38 +1794,41 @@ summary: Why sessions are stored server-side, and what that rules out.
 # Server-side sessions
 ```
 
-`summary` is one line of at most @LIMIT@ characters that makes sense without the body: the
-index is built from it. Link pages as `[[page-name]]` and assets as `![[file.png]]` (kept in
-`EchoesVault/assets/`). To retire a page, set `status: deprecated`, start its body with
-`> [!warning] DEPRECATED` and link the replacement; do not delete it.
+`summary` is one line of at most @LIMIT@ characters that makes sense without the
+body: the index is built from it. Link pages as `[[page-name]]` and assets as
+`![[file.png]]` (kept in `EchoesVault/assets/`). To retire a page, set
+`status: deprecated`, start its body with `> [!warning] DEPRECATED` and link
+the replacement; do not delete it.
 
-Record durable facts: decisions and their reasons, contracts, configuration, verified fixes,
-open blockers and next steps. No transcripts, no secrets.
+Record durable facts: decisions and their reasons, contracts, configuration,
+verified fixes, open blockers and next steps. No transcripts, no secrets.
 
 ## Changing an existing page
 
-Read the whole page, run `hash` on it, and send the complete new page with that value as
-`expectedSha256`. A concurrent-change error means someone wrote first: read the page again,
-merge the meaning, hash it again and retry.
+Read the whole page, run `hash` on it, and send the complete new page with that
+value as `expectedSha256`. A concurrent-change error means someone wrote first:
+read the page again, merge the meaning, hash it again and retry.
 
 ## Git
 
-Commit the marker, this file, both `.gitignore` files, the runtime, the agent adapters, pages,
-daily entries, assets and raw sources. When two branches changed the same page, resolve it by
-hand, remove every conflict-marker line, keep valid frontmatter, then run `hydrate` and
-`status`.
+Commit the marker, this file, both `.gitignore` files, the runtime, the agent
+adapters, pages, daily entries, assets and raw sources. When two branches
+changed the same page, resolve it by hand, remove every conflict-marker line,
+keep valid frontmatter, then run `hydrate` and `status`.
 """)
 
+NEW_GUIDE_TITLE = "# Instructions for coding agents\n\n"
 GUIDE_BLOCK = _fill(f"""\
 {GUIDE_START}
 ## EchoesVault project memory
 
-This repository keeps agent memory in `EchoesVault/` (EchoesVault protocol @PROTOCOL@, managed
-adapter @ADAPTER@). Read `EchoesVault/AGENT_PROTOCOL.md` before using it, and make every change
-through the project runtime:
-`@CALL@ --agent <agent-name> --adapter-version <adapter-version> <command>`.
-Never edit `EchoesVault/index.md` or write daily files by hand. `status` only reads; `end` runs
-only when the user explicitly asks to save the session.
+This repository keeps agent memory in `EchoesVault/` (EchoesVault protocol
+@PROTOCOL@, managed adapter @ADAPTER@). Read `EchoesVault/AGENT_PROTOCOL.md`
+before using it, and make every change through the project runtime:
+`@CALL@ --agent <agent-name>
+--adapter-version <adapter-version> <command>`.
+Never edit `EchoesVault/index.md` or write daily files by hand. `status` only
+reads; `end` runs only when the user explicitly asks to save the session.
 {GUIDE_END}""")
 
 SKILL_TEXT = _fill("""\
@@ -1831,27 +1842,30 @@ description: Use this repository's EchoesVault memory to resume, search, remembe
 
 # EchoesVault project memory
 
-Read `EchoesVault/AGENT_PROTOCOL.md` once per session, before the first vault operation. Every
-operation runs the project runtime; never write vault files yourself:
+Read `EchoesVault/AGENT_PROTOCOL.md` once per session, before the first vault
+operation. Every operation runs the project runtime; never write vault files
+yourself:
 
 ```sh
 @CALL@ --agent <agent-name> \\
   --adapter-version @ADAPTER@ <command>
 ```
 
-- Resume, only when asked: `start --recent 3`, then summarise outcomes, blockers and next steps.
+- Resume, only when asked: `start --recent 3`, then summarise outcomes,
+  blockers and next steps.
 - Check health without changing anything: `status --format card`.
 - Look something up: `search "<words>"`, then read only the relevant pages.
 - Note a verified fact mid-session: `append --payload -` with
   `{"entry": "...", "agent": "<agent-name>"}`.
-- Create or replace a page: read an existing page and run `hash <page>.md` first, then
-  `upsert --payload -` with the complete page and its `expectedSha256`.
+- Create or replace a page: read an existing page and run `hash <page>.md`
+  first, then `upsert --payload -` with the complete page and its
+  `expectedSha256`.
 - Save the session only when the user explicitly asks:
   `end --confirm-explicit-user-end --payload -`.
 
-Send payloads as JSON on standard input, never inside a shell command line. A non-zero exit
-means nothing was saved: report the error; after a concurrent-change error reread, reconcile,
-hash again and retry.
+Send payloads as JSON on standard input, never inside a shell command line. A
+non-zero exit means nothing was saved: report the error; after a
+concurrent-change error reread, reconcile, hash again and retry.
 """)
 
 OPENCODE_COMMAND_TEXTS: Dict[str, str] = {
@@ -1949,7 +1963,8 @@ Do not append to a shared date-level daily file. Send
 `{"entry": "...", "agent": "opencode"}` as JSON on standard input to:
 
 ```sh
-@CALL@ --agent opencode --adapter-version @ADAPTER@ append --payload -
+@CALL@ \\
+  --agent opencode --adapter-version @ADAPTER@ append --payload -
 ```
 """),
     "echoes-search-vault-pages": _fill("""\
@@ -1964,10 +1979,12 @@ description: Legacy EchoesVault skill, kept as a pointer to the runtime's search
 # Page search now goes through the project runtime
 
 ```sh
-@CALL@ --agent opencode --adapter-version @ADAPTER@ search "<words>"
+@CALL@ \\
+  --agent opencode --adapter-version @ADAPTER@ search "<words>"
 ```
 
-Read only the pages that matter, and follow replacement links from deprecated pages.
+Read only the pages that matter, and follow replacement links from deprecated
+pages.
 """),
     "echoes-create-or-update-page": _fill("""\
 ---
@@ -1980,12 +1997,15 @@ description: Legacy EchoesVault skill, kept as a pointer to the runtime's hash a
 
 # Page writes now go through the project runtime
 
-The runtime writes the page and regenerates the index; never edit `index.md`. Read the page,
-take its hash, then send the complete page as JSON on standard input:
+The runtime writes the page and regenerates the index; never edit `index.md`.
+Read the page, take its hash, then send the complete page as JSON on standard
+input:
 
 ```sh
-@CALL@ --agent opencode --adapter-version @ADAPTER@ hash <page>.md
-@CALL@ --agent opencode --adapter-version @ADAPTER@ upsert --payload -
+@CALL@ \\
+  --agent opencode --adapter-version @ADAPTER@ hash <page>.md
+@CALL@ \\
+  --agent opencode --adapter-version @ADAPTER@ upsert --payload -
 ```
 """),
 }
@@ -2024,7 +2044,9 @@ def merge_ignore_rules(existing: Optional[str], rules: Sequence[str]) -> str:
 def apply_guide_block(existing: Optional[str], relative: str) -> str:
     """A root guide with exactly one managed block; text outside the block stays as it was."""
     if not existing:
-        return GUIDE_BLOCK + "\n"
+        # A guide of our own making starts with a title, as Markdown linters expect; the title
+        # sits outside the managed block, so the team may reword it.
+        return NEW_GUIDE_TITLE + GUIDE_BLOCK + "\n"
     starts, ends = existing.count(GUIDE_START), existing.count(GUIDE_END)
     begin, end = existing.find(GUIDE_START), existing.find(GUIDE_END)
     if starts != ends or starts > 1 or end < begin:

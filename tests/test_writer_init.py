@@ -45,7 +45,7 @@ def test_init_installs_the_whole_layout(git_repo: Path) -> None:
     assert (vault / "index.md").read_text() == engine.INDEX_HEADER
     assert engine.GENERATED_SIGNATURE in (vault / "AGENT_PROTOCOL.md").read_text()
     for guide in ("AGENTS.md", "CLAUDE.md"):
-        assert (git_repo / guide).read_text() == engine.GUIDE_BLOCK + "\n"
+        assert (git_repo / guide).read_text() == engine.NEW_GUIDE_TITLE + engine.GUIDE_BLOCK + "\n"
     for relative in GENERATED:
         text = (git_repo / relative).read_text()
         assert engine.GENERATED_SIGNATURE in text
