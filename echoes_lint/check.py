@@ -159,11 +159,6 @@ def _find_rule(name: str) -> Optional[Rule]:
                                           None)
 
 
-def describe_rule(rule: Rule) -> str:
-    return (f"# {rule.code} {rule.name} ({rule.severity.value})\n\n{rule.summary}\n\n"
-            f"{rule.explanation}\n")
-
-
 def rule_main(argv: Optional[list[str]] = None) -> int:
     """`echoes-lint rule EV030` (or a rule name) explains a rule; `--all` lists every rule."""
     parser = Parser(prog="echoes-lint rule", description="Explain a rule.")
@@ -179,7 +174,7 @@ def rule_main(argv: Optional[list[str]] = None) -> int:
             rule = _find_rule(args.rule)
             if rule is None:
                 raise UsageError(f"unknown rule {args.rule!r} (run `echoes-lint rule --all`)")
-            text = describe_rule(rule)
+            text = rule.document()
         else:
             raise UsageError("name a rule, for example `echoes-lint rule EV030`, or pass --all")
     except UsageError as exc:

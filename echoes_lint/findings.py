@@ -43,6 +43,10 @@ class Finding:
         return (self.path, self.line, self.col, self.code, self.message)
 
 
+# Every rule has a page here, generated from its metadata (tests/test_rule_docs.py keeps them equal).
+DOCS_URL = "https://github.com/echoes-lint/echoes-lint/blob/main/docs/rules/{code}.md"
+
+
 @dataclass(frozen=True)
 class Rule:
     code: str
@@ -50,10 +54,25 @@ class Rule:
     severity: Severity
     summary: str
     explanation: str
+    fix: Optional[str] = None
+    """What fixes a finding of this rule, where the finding carries no exact fix of its own."""
+
+    @property
+    def url(self) -> str:
+        return DOCS_URL.format(code=self.code)
+
+    def document(self) -> str:
+        """The rule's Markdown page: what `echoes-lint rule CODE` prints and docs/rules holds."""
+        parts = [f"# {self.code} {self.name} ({self.severity.value})", self.summary,
+                 self.explanation]
+        if self.fix:
+            parts.append(f"## Fix\n\n{self.fix}")
+        return "\n\n".join(parts) + "\n"
 
 
-def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
-    return Rule(code, name, severity, summary, explanation.strip())
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str,
+          fix: Optional[str] = None) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip(), fix)
 
 
 _E = Severity.ERROR

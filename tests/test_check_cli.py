@@ -212,7 +212,7 @@ def test_monorepo_vault_dir_prefixes_paths_and_fix_commands(tmp_path: Path) -> N
     result = lint(repo, "--vault-dir", "docs/EchoesVault", "--output-format", "json")
     (item,) = json.loads(result.stdout)
     assert (item["filename"], item["code"]) == ("docs/EchoesVault/index.md", "EV020")
-    assert item["fix"] == "git rm --cached -- docs/EchoesVault/index.md"
+    assert item["fix"]["message"] == "git rm --cached -- docs/EchoesVault/index.md"
     from_subfolder = lint(repo, "--vault-dir", "docs/EchoesVault", cwd=repo / "docs")
     assert parsed(from_subfolder.stdout) == [("docs/EchoesVault/index.md", 1, 1, "EV020")]
 

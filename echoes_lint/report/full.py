@@ -35,7 +35,8 @@ def _block(finding: Finding, report: ReportInput) -> str:
     source = report.sources.get(finding.path)
     if source is not None:
         lines += _snippet(finding, source, report.color)
-    lines.append(f"  = help: {finding.fix or RULES[finding.code].summary}")
+    rule = RULES[finding.code]
+    lines.append(f"  = help: {finding.fix or rule.fix or rule.summary}")
     return "".join(line + "\n" for line in lines)
 
 

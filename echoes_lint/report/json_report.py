@@ -1,23 +1,49 @@
-"""`json`: a JSON array with one object per finding, in ruff's field layout."""
+"""`json`: a JSON array with one object per finding, in ruff's field layout.
+
+With `--statistics`, one object per rule instead: code, name, severity and count.
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from typing import Any, Optional
 
+from echoes_lint.findings import RULES, Finding
 from echoes_lint.report._common import ReportInput
 
 
+def _fix(finding: Finding) -> Optional[dict[str, Any]]:
+    """ruff's fix object. The fixes are commands or edits a person applies: `display-only`."""
+    message = finding.fix or RULES[finding.code].fix
+    if message is None:
+        return None
+    return {"applicability": "display-only", "message": message, "edits": []}
+
+
+def _item(finding: Finding) -> dict[str, Any]:
+    # A finding is a position, not a range: its end is where it starts.
+    location = {"row": finding.line, "column": finding.col}
+    return {
+        "code": finding.code,
+        "name": finding.name,
+        "severity": finding.severity.value,
+        "message": finding.message,
+        "fix": _fix(finding),
+        "url": RULES[finding.code].url,
+        "filename": finding.path,
+        "location": location,
+        "end_location": dict(location),
+    }
+
+
+def _statistics(report: ReportInput) -> list[dict[str, Any]]:
+    counts = Counter(finding.code for finding in report.findings)
+    return [{"code": code, "name": RULES[code].name, "severity": RULES[code].severity.value,
+             "count": count}
+            for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
 def render(report: ReportInput) -> str:
-    items = [
-        {
-            "code": finding.code,
-            "name": finding.name,
-            "severity": finding.severity.value,
-            "message": finding.message,
-            "fix": finding.fix,
-            "filename": finding.path,
-            "location": {"row": finding.line, "column": finding.col},
-        }
-        for finding in report.findings
-    ]
+    items = _statistics(report) if report.statistics else [_item(f) for f in report.findings]
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"

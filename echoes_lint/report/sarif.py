@@ -25,7 +25,8 @@ def _descriptor(code: str) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.explanation},
-        "help": {"text": f"{rule.summary}\n\n{rule.explanation}"},
+        "helpUri": rule.url,
+        "help": {"text": rule.document(), "markdown": rule.document()},
         "defaultConfiguration": {"level": rule.severity.value},
     }
 
