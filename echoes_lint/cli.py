@@ -67,6 +67,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if command in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0
+    if command is None:  # a bare `echoes-lint` is a person asking what it does
+        sys.stderr.write(USAGE)
+        return 2
     if command == "--version":
         sys.stdout.write(f"echoes-lint {__version__} (engine {engine.ENGINE_VERSION}, "
                          f"protocol {engine.PROTOCOL_VERSION})\n")
