@@ -23,6 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from echoes_lint import engine
 from echoes_lint.merge.driver import HEAD, Page, classify, split_page
+from echoes_lint.rules.conflicts import Covered
+from echoes_lint.rules.context import MAX_PER_FILE
 
 # Git state paths (under `git rev-parse --git-path`, so linked worktrees work) and what they mean.
 _OPERATIONS = (
@@ -174,19 +176,16 @@ def _section(lines: List[str], label_line: Optional[int], after: Optional[int],
 
 def _keys_in(lines: List[str], sections: Sequence[Optional[Section]]) -> List[str]:
     """Frontmatter keys written in any side of a block, read by the engine's parser."""
-    keys: Dict[str, None] = {}
-    for section in sections:
-        if section is not None:
-            chunk = lines[section.first - 1:section.last]
-            meta = engine.parse_frontmatter("\n".join(["---", *chunk, "---", ""]))
-            keys.update(dict.fromkeys(meta.fields))
-    return list(keys)
+    # One parse of every side, one after the other: a key written on several sides is
+    # listed once, in the order ours, base, theirs.
+    chunk = [line for section in sections if section is not None
+             for line in lines[section.first - 1:section.last]]
+    return list(engine.parse_frontmatter("\n".join(["---", *chunk, "---", ""])).fields)
 
 
-def describe_blocks(text: str, markers: Sequence[Tuple[int, str]],
-                    meta: Optional[engine.PageMeta]) -> Tuple[List[Block], List[int]]:
+def describe_blocks(text: str, blocks: Sequence[engine.ConflictBlock],
+                    meta: Optional[engine.PageMeta]) -> List[Block]:
     lines = text.split("\n")
-    blocks, bare = engine.conflict_blocks(markers)
     described = []
     for block in blocks:
         ours_end = block.base if block.base is not None else block.separator
@@ -198,7 +197,7 @@ def describe_blocks(text: str, markers: Sequence[Tuple[int, str]],
         keys = _keys_in(lines, (ours, base, theirs)) if in_frontmatter else []
         described.append(Block(block, "frontmatter" if in_frontmatter else "body", keys,
                                ours, base, theirs))
-    return described, bare
+    return described
 
 
 def _presence(value: Optional[object], base: Optional[object]) -> str:
@@ -273,10 +272,26 @@ class FileReport:
     stages: List[int]
     exists: bool = True
     blocks: List[Block] = dataclasses.field(default_factory=list)
+    """The first `MAX_PER_FILE` conflict blocks; `more_blocks` counts the rest."""
     bare: List[int] = dataclasses.field(default_factory=list)
     keys: List[KeyChange] = dataclasses.field(default_factory=list)
     body: Optional[str] = None
     notes: List[str] = dataclasses.field(default_factory=list)
+    more_blocks: int = 0
+    more_bare: int = 0
+    in_blocks: Covered = dataclasses.field(default_factory=lambda: Covered(()))
+    """The lines of every conflict block, listed or not."""
+
+    def add_markers(self, text: str, markers: Sequence[Tuple[int, str]],
+                    meta: Optional[engine.PageMeta]) -> None:
+        """Describe the conflict blocks and bare separators, at most `MAX_PER_FILE` of each: a
+        page of 900,000 marker lines must not print (or hold) 900,000 descriptions."""
+        blocks, bare = engine.conflict_blocks(markers)
+        self.in_blocks = Covered((block.first_line, block.end or sys.maxsize) for block in blocks)
+        self.blocks = describe_blocks(text, blocks[:MAX_PER_FILE], meta)
+        self.bare = bare[:MAX_PER_FILE]
+        self.more_blocks = max(0, len(blocks) - MAX_PER_FILE)
+        self.more_bare = max(0, len(bare) - MAX_PER_FILE)
 
     @property
     def kind(self) -> str:
@@ -294,9 +309,8 @@ class FileReport:
     def problems(self) -> List[engine.Problem]:
         """Problems worth showing: the markers themselves, and what they break inside their
         blocks, are already described by `blocks` and `bare`."""
-        spans = [(block.line, block.block.end or sys.maxsize) for block in self.blocks]
         return [problem for problem in self.all_problems if problem.kind != "conflict-marker"
-                and not any(first <= problem.line <= last for first, last in spans)]
+                and problem.line not in self.in_blocks]
 
     @property
     def clean(self) -> bool:
@@ -318,7 +332,10 @@ class FileReport:
             summary.append(f"unmerged, {describe_stages(self.stages)}")
         if not self.exists:
             summary.append("missing from the work tree")
-        summary += [f"frontmatter {change.name} {change.description}" for change in self.keys]
+        summary += [f"frontmatter {change.name} {change.description}"
+                    for change in self.keys[:MAX_PER_FILE]]
+        if len(self.keys) > MAX_PER_FILE:
+            summary.append(f"{len(self.keys) - MAX_PER_FILE} more frontmatter keys changed")
         if self.body:
             summary.append(f"body {self.body}")
         summary += self.notes
@@ -326,12 +343,22 @@ class FileReport:
             out.append(f"{self.path}: " + "; ".join(summary))
         for block in self.blocks:
             out.append(f"{self.path}:{block.line}:1: {block.describe()}")
+        if self.more_blocks:
+            out.append(f"{self.path}: and {self.more_blocks} more conflict blocks after line "
+                       f"{self.blocks[-1].line}")
         for line in self.bare:
             out.append(f"{self.path}:{line}:1: bare `=======` line outside a conflict block "
                        "(a setext heading underline? protocol engines read it as a marker)")
-        for problem in self.problems:
+        if self.more_bare:
+            out.append(f"{self.path}: and {self.more_bare} more bare `=======` lines after "
+                       f"line {self.bare[-1]}")
+        problems = self.problems
+        for problem in problems[:MAX_PER_FILE]:
             out.append(f"{self.path}:{problem.line}:{problem.col}: {problem.message} "
                        f"({problem.kind})")
+        if len(problems) > MAX_PER_FILE:
+            out.append(f"{self.path}: and {len(problems) - MAX_PER_FILE} more problems after "
+                       f"line {problems[MAX_PER_FILE - 1].line}")
         return out
 
     def as_json(self) -> Dict[str, Any]:
@@ -344,7 +371,9 @@ class FileReport:
             "sides": describe_stages(self.stages) if self.stages else None,
             "clean": self.clean,
             "blocks": [block.as_json() for block in self.blocks],
+            "moreBlocks": self.more_blocks,
             "bareSeparators": self.bare,
+            "moreBareSeparators": self.more_bare,
             "frontmatter": [{"key": change.key, "change": change.change,
                              "description": change.description} for change in self.keys],
             "body": self.body,
@@ -401,7 +430,7 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
     for path, report in reports.items():
         read = report.document
         if read is not None and read.text is not None:
-            report.blocks, report.bare = describe_blocks(read.text, read.markers, read.meta)
+            report.add_markers(read.text, read.markers, read.meta)
         if report.kind == "page" and path in unmerged:
             _compare_stages(report, {stage: _text_of(blobs.get(blob))
                                      for stage, blob in unmerged[path].items()})

@@ -27,18 +27,27 @@ _TICKS = re.compile(r"`+")
 def mask_inline_code(line: str) -> str:
     """The line with every inline code span blanked out (columns are kept)."""
     runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    # The next run of the same length, for each run: one backward pass keeps the pairing
+    # linear however many runs stay unmatched.
+    following: list[Optional[int]] = [None] * len(runs)
+    latest: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        following[index] = latest.get(length)
+        latest[length] = index
+    pieces = []
+    kept = 0
     index = 0
     while index < len(runs):
-        start, end = runs[index]
-        closing = next((j for j in range(index + 1, len(runs))
-                        if runs[j][1] - runs[j][0] == end - start), None)
+        closing = following[index]
         if closing is None:
             index += 1  # An unmatched run is literal text.
             continue
-        close_end = runs[closing][1]
-        line = line[:start] + " " * (close_end - start) + line[close_end:]
+        start, close_end = runs[index][0], runs[closing][1]
+        pieces += [line[kept:start], " " * (close_end - start)]
+        kept = close_end
         index = closing + 1
-    return line
+    return "".join(pieces) + line[kept:] if pieces else line
 
 
 def prose_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -89,10 +98,13 @@ def links(text: str, first_line: int) -> Iterator[Link]:
             for match in _LINK.finditer(prose):
                 yield _link(number, prose, match, 0)
         return
-    # No code anywhere: search the text directly instead of line by line.
+    # No code anywhere: search the text directly instead of line by line, counting lines from
+    # the previous link on (counting from the top each time is quadratic).
+    number, counted = 1, 0
     for match in _LINK.finditer(text):
         start = match.start()
-        number = text.count("\n", 0, start) + 1
+        number += text.count("\n", counted, start)
+        counted = start
         if number >= first_line:
             yield _link(number, text, match, text.rfind("\n", 0, start) + 1)
 
@@ -109,11 +121,14 @@ class _Targets:
     def resolves(self, target: str) -> bool:
         if "/" in target:
             if self._folded_paths is None:
-                self._folded_paths = {engine.fold_name(path) for path in self.inner}
+                # Every folded path and each of its `/`-separated tails: a path link is then one
+                # set lookup instead of a pass over the vault.
+                self._folded_paths = set()
+                for path in self.inner:
+                    parts = engine.fold_name(path).split("/")
+                    self._folded_paths.update("/".join(parts[i:]) for i in range(len(parts)))
             key = engine.fold_name(target.strip("/"))
-            keys = (key, key + ".md")
-            suffixes = tuple("/" + k for k in keys)
-            return any(path in keys or path.endswith(suffixes) for path in self._folded_paths)
+            return key in self._folded_paths or key + ".md" in self._folded_paths
         if target in self.names or target + ".md" in self.names:
             return True  # The common case: the link spells the file name exactly.
         if self._folded_names is None:
