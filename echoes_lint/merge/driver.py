@@ -130,11 +130,12 @@ def merge_frontmatter(base: Optional[Page], ours: Page, theirs: Page,
         if change != "unchanged":
             changed.add(key)
         taken[key] = (sides[2] if change == "theirs" else sides[1]) or ()
-    validated = "\n".join(["---", *(line for key in order if key in taken for line in taken[key]),
-                           "---", ""])
-    for problem in engine.parse_frontmatter(validated).problems:
-        if problem.key in changed:
-            conflicts.add(problem.key)
+    if changed:  # Only a key the merge changed can turn invalid.
+        validated = "\n".join(["---", *(line for key in order if key in taken
+                                        for line in taken[key]), "---", ""])
+        for problem in engine.parse_frontmatter(validated).problems:
+            if problem.key in changed:
+                conflicts.add(problem.key)
     lines: List[str] = []
     for key in order:
         if key in conflicts:

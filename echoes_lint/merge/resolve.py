@@ -5,24 +5,24 @@ It lists every conflicted vault file, from Git's unmerged entries (`git ls-files
 the engine's marker scan, with each conflict block's lines and labels, and for pages which
 frontmatter keys and whether the body changed on which side (from index stages 1, 2 and 3).
 `--check` exits 1 while a vault file still has markers or invalid frontmatter; once the vault is
-consistent it runs the project runtime's `hydrate` (initialised workspaces only) and prints the
-status card. It never stages or commits: it prints the `git add` commands for resolved files.
+consistent it hydrates (initialised workspaces only, with the packaged engine: it never runs
+the repository's runtime, see `hydrate.py`) and prints the status card. It never stages or
+commits: it prints the `git add` commands for resolved files.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from echoes_lint import engine
 from echoes_lint.merge.driver import HEAD, Page, classify, split_page
+from echoes_lint.merge.hydrate import hydrate
 from echoes_lint.rules.conflicts import Covered
 from echoes_lint.rules.context import MAX_PER_FILE
 
@@ -442,23 +442,6 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
 # ---------------------------------------------------------------------------------------------
 
 
-def hydrate(top: Path) -> Optional[str]:
-    """Run the project runtime's `hydrate` (spec 12.1: after `init` the project runtime is the
-    execution source); returns the error, or None on success."""
-    command = [sys.executable, "-I", str(top / engine.RUNTIME_PATH), "--workspace", str(top),
-               "hydrate"]
-    try:
-        completed = subprocess.run(command, cwd=str(top), capture_output=True, check=False)
-    except OSError as exc:
-        return f"cannot run the project runtime: {exc}"
-    if completed.returncode == 0:
-        return None
-    detail = completed.stderr.decode("utf-8", "replace").strip()
-    with contextlib.suppress(ValueError, KeyError, TypeError):
-        detail = json.loads(detail)["error"]
-    return f"hydrate failed: {detail or f'exit status {completed.returncode}'}"
-
-
 def _headline(operation: Optional[str], reports: Sequence[FileReport]) -> str:
     doing = f"{operation} in progress" if operation else \
         "no merge, rebase, cherry-pick or revert in progress"
@@ -532,13 +515,17 @@ def run(top: Path, check: bool, output_format: str) -> int:
         status = 1
     elif check:
         initialised = scan.marker_valid and scan.runtime_source is not None
-        error = hydrate(top) if initialised else None
-        hydrate_state = {"ran": initialised, "error": error}
+        ran, error, skipped = hydrate(top) if initialised else (False, None, None)
+        hydrate_state = {"ran": ran, "error": error}
+        if skipped:
+            hydrate_state["skipped"] = skipped
         if error:
             note, status = error, 2
         elif not initialised:
             note = "Not an initialised vault: hydrate skipped."
-        report = engine.inspect_report(engine.scan_workspace(top) if initialised else scan)
+        else:
+            note = skipped
+        report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
         card, integrity = engine.status_card(report), report["health"]["integrity"]
     if output_format == "json":
         sys.stdout.write(render_json(operation, reports, check, hydrate_state, integrity))
