@@ -11,8 +11,8 @@ may start in a repository just cloned from anywhere, and the hook must not run i
 never creates, migrates, hydrates or repairs anything (spec section 12.5), so starting a session
 changes no file.
 
-Standard library only (Python 3.9+) besides echoes-lint itself. Register it, for example in `.claude/settings.json` or
-`.codex/hooks.json`:
+Python 3.9+, standard library and the installed echoes-lint. Register it, for example in
+`.claude/settings.json` or `.codex/hooks.json`:
 
     {"hooks": {"SessionStart": [{"hooks": [
         {"type": "command", "command": "python3 hooks/session_start.py", "timeout": 15}]}]}}

@@ -18,10 +18,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
-from echoes_lint.merge.driver import HEAD, Page, classify, split_page
+from echoes_lint.merge.driver import HEAD, Page, classify, printable, split_page
 from echoes_lint.merge.hydrate import hydrate
 from echoes_lint.rules.conflicts import Covered
 from echoes_lint.rules.context import MAX_PER_FILE
@@ -66,19 +66,27 @@ def operation_in_progress(top: Path) -> Optional[str]:
     return None
 
 
-def unmerged_entries(top: Path) -> Dict[str, Dict[int, str]]:
-    """path -> {stage: blob id} for every unmerged vault path."""
+GITLINK_MODE = "160000"
+
+
+def unmerged_entries(top: Path) -> Tuple[Dict[str, Dict[int, str]], Set[str]]:
+    """(path -> {stage: object id} for every unmerged vault path, the paths that are gitlinks
+    (submodules) on some side: their ids name commits, often of another repository)."""
     entries: Dict[str, Dict[int, str]] = {}
+    gitlinks: Set[str] = set()
     output = _git(top, ["ls-files", "-u", "-z", "--", engine.VAULT_DIR])
     for record in engine.split_nul(output):
         info, _tab, path = record.partition("\t")
-        _mode, blob, stage = info.split(" ")
+        mode, blob, stage = info.split(" ")
         entries.setdefault(path, {})[int(stage)] = blob
-    return entries
+        if mode == GITLINK_MODE:
+            gitlinks.add(path)
+    return entries, gitlinks
 
 
 def read_blobs(top: Path, blobs: Sequence[str]) -> Dict[str, bytes]:
-    """Blob contents in one `git cat-file --batch` call."""
+    """Blob contents in one `git cat-file --batch` call; a missing object, or one larger than
+    the engine reads, is left out."""
     if not blobs:
         return {}
     output = _git(top, ["cat-file", "--batch"], "".join(f"{b}\n" for b in blobs).encode("ascii"))
@@ -86,9 +94,14 @@ def read_blobs(top: Path, blobs: Sequence[str]) -> Dict[str, bytes]:
     offset = 0
     for blob in blobs:
         header_end = output.index(b"\n", offset)
-        size = int(output[offset:header_end].split(b" ")[2])
-        contents[blob] = output[header_end + 1:header_end + 1 + size]
-        offset = header_end + 1 + size + 1
+        header = output[offset:header_end].split(b" ")
+        offset = header_end + 1
+        if len(header) != 3:  # `<id> missing`
+            continue
+        size = int(header[2])
+        if size <= engine.MAX_TEXT_BYTES:
+            contents[blob] = output[offset:offset + size]
+        offset += size + 1
     return contents
 
 
@@ -107,7 +120,7 @@ class Section:
     last: int
 
     def describe(self, side: str) -> str:
-        label = f" ({self.label})" if self.label else ""
+        label = f" ({printable(self.label)})" if self.label else ""
         if self.first > self.last:
             return f"{side}{label} no lines"
         if self.first == self.last:
@@ -318,11 +331,16 @@ class FileReport:
         return not engine.has_protocol_conflict(markers) and not self.all_problems
 
     @property
+    def shown(self) -> str:
+        """The path as printed: a newline or a byte that is not UTF-8 must not break a line."""
+        return printable(self.path)
+
+    @property
     def stage_command(self) -> Optional[str]:
         if not self.stages or not self.clean:
             return None
         verb = "add" if self.exists else "rm"
-        return f"git {verb} -- {engine.shell_quote(self.path)}"
+        return f"git {verb} -- {command_path(self.path)}"
 
     def lines(self) -> List[str]:
         """Concise output: `path:line:col: message` where there is a place, else `path: ...`."""
@@ -340,24 +358,24 @@ class FileReport:
             summary.append(f"body {self.body}")
         summary += self.notes
         if summary:
-            out.append(f"{self.path}: " + "; ".join(summary))
+            out.append(f"{self.shown}: " + "; ".join(summary))
         for block in self.blocks:
-            out.append(f"{self.path}:{block.line}:1: {block.describe()}")
+            out.append(f"{self.shown}:{block.line}:1: {block.describe()}")
         if self.more_blocks:
-            out.append(f"{self.path}: and {self.more_blocks} more conflict blocks after line "
+            out.append(f"{self.shown}: and {self.more_blocks} more conflict blocks after line "
                        f"{self.blocks[-1].line}")
         for line in self.bare:
-            out.append(f"{self.path}:{line}:1: bare `=======` line outside a conflict block "
+            out.append(f"{self.shown}:{line}:1: bare `=======` line outside a conflict block "
                        "(a setext heading underline? protocol engines read it as a marker)")
         if self.more_bare:
-            out.append(f"{self.path}: and {self.more_bare} more bare `=======` lines after "
+            out.append(f"{self.shown}: and {self.more_bare} more bare `=======` lines after "
                        f"line {self.bare[-1]}")
         problems = self.problems
         for problem in problems[:MAX_PER_FILE]:
-            out.append(f"{self.path}:{problem.line}:{problem.col}: {problem.message} "
+            out.append(f"{self.shown}:{problem.line}:{problem.col}: {problem.message} "
                        f"({problem.kind})")
         if len(problems) > MAX_PER_FILE:
-            out.append(f"{self.path}: and {len(problems) - MAX_PER_FILE} more problems after "
+            out.append(f"{self.shown}: and {len(problems) - MAX_PER_FILE} more problems after "
                        f"line {problems[MAX_PER_FILE - 1].line}")
         return out
 
@@ -381,6 +399,15 @@ class FileReport:
             "problems": [{"line": p.line, "col": p.col, "kind": p.kind, "message": p.message}
                          for p in self.problems],
         }
+
+
+def command_path(path: str) -> str:
+    """`path` quoted for a POSIX shell; a name with control characters or bytes that are not
+    UTF-8 is spelled byte by byte in bash's `$'...'` instead, so the command stays one line."""
+    if printable(path) == path:
+        return engine.shell_quote(path)
+    return "$'" + "".join(f"\\x{byte:02x}" if byte < 0x20 or byte >= 0x7F or byte in b"'\\"
+                          else chr(byte) for byte in os.fsencode(path)) + "'"
 
 
 def _text_of(data: Optional[bytes]) -> Optional[str]:
@@ -408,7 +435,7 @@ def _compare_stages(report: FileReport, stage_texts: Dict[int, Optional[str]]) -
 
 
 def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
-    unmerged = unmerged_entries(top)
+    unmerged, gitlinks = unmerged_entries(top)
     documents = {document.path: document for document in scan.documents()}
     reports: Dict[str, FileReport] = {}
     for path, document in documents.items():
@@ -421,12 +448,15 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
             exists = os.path.lexists(top / path)
             unscanned = engine.read_document(top, path, page=False) if exists else None
             report = FileReport(path, unscanned, sorted(stages), exists)
-            if unscanned is not None and unscanned.text is None:
+            if path in gitlinks:
+                report.notes.append("a submodule (gitlink): check out the commit to keep in "
+                                    f"the submodule, then `git add -- {command_path(path)}`")
+            elif unscanned is not None and unscanned.text is None:
                 report.notes.append("not text, so Git kept our version; take theirs with "
-                                    f"`git checkout --theirs -- {engine.shell_quote(path)}`")
+                                    f"`git checkout --theirs -- {command_path(path)}`")
             reports[path] = report
-    blobs = read_blobs(top, sorted({blob for stages in unmerged.values()
-                                    for blob in stages.values()}))
+    blobs = read_blobs(top, sorted({blob for path, stages in unmerged.items()
+                                    if path not in gitlinks for blob in stages.values()}))
     for path, report in reports.items():
         read = report.document
         if read is not None and read.text is not None:
@@ -528,9 +558,13 @@ def run(top: Path, check: bool, output_format: str) -> int:
         report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
         card, integrity = engine.status_card(report), report["health"]["integrity"]
     if output_format == "json":
-        sys.stdout.write(render_json(operation, reports, check, hydrate_state, integrity))
+        output = render_json(operation, reports, check, hydrate_state, integrity)
     else:
-        sys.stdout.write(render_concise(operation, reports, check, card, note))
+        output = render_concise(operation, reports, check, card, note)
+    # A file name that is not UTF-8 is held as lone surrogates: JSON gets its `\udcXX` escape,
+    # whatever the locale's encoding.
+    sys.stdout.buffer.write(output.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
     return status
 
 
