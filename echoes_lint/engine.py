@@ -1072,7 +1072,11 @@ def _load_document(path: str, relative: str, page: bool,
 
 
 def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
-    """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter)."""
+    """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter).
+    Bytes from elsewhere than the disk (a staged blob) get the same size limit as a file."""
+    if len(data) > MAX_TEXT_BYTES:
+        too_large = f"file is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB"
+        return Document(relative, None, Problem("unreadable", f"cannot read file: {too_large}"), [])
     text, problem = decode_text(data)
     if text is None:
         return Document(relative, None, problem, [])

@@ -7,6 +7,9 @@ at the sizes the tests use.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Callable, Dict, Tuple
 
 HEAD = "---\ntype: note\nstack: [python]\nstatus: active\nsummary: A hostile page.\n---\n\n"
@@ -50,3 +53,15 @@ PAGES: Dict[str, Callable[[int], str]] = {
     "inline-code": inline_code,
     "separators": separators,
 }
+
+
+# A hang guard, not a timing assertion: every case runs in well under a second after the fix
+# and in tens of seconds or minutes with a quadratic algorithm.
+GUARD_SECONDS = 20
+
+
+def run_guarded(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m echoes_lint ARGS` in `cwd`, killed (and the test failed) after the guard."""
+    return subprocess.run([sys.executable, "-m", "echoes_lint", *args], cwd=cwd,
+                          capture_output=True, text=True, encoding="utf-8",
+                          errors="backslashreplace", timeout=GUARD_SECONDS, check=False)
