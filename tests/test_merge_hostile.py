@@ -238,7 +238,7 @@ def test_a_clean_merge_into_an_invalid_page_is_a_conflict_with_markers(driven: P
     assert "merged page would be invalid" in merge.stderr
     text = merged_page(driven)
     assert text.startswith(f"<<<<<<< ours:{PAGE}\n---\n")
-    assert f"\n=======\n---\n" in text and text.endswith(f"\n>>>>>>> theirs:{PAGE}\n")
+    assert "\n=======\n---\n" in text and text.endswith(f"\n>>>>>>> theirs:{PAGE}\n")
     assert unmerged_paths(driven) == {PAGE}
 
 
