@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import git
+from conftest import git, load_json
 from helpers_linear import GUARD_SECONDS, frontmatter_sides, run_guarded
 from helpers_merge import PAGE, install_driver, unmerged_paths
 
@@ -49,3 +49,9 @@ def test_a_merge_of_100000_conflicting_frontmatter_keys(git_repo: Path) -> None:
     assert f"{PAGE}:1:1: cannot read file: file is larger than 8 MiB (unreadable)\n" in \
         resolved.stdout
     assert len(resolved.stdout) < 100_000
+    report = load_json(run_guarded("resolve", "--output-format", "json", cwd=git_repo).stdout)
+    (entry,) = report["files"]
+    assert (len(entry["frontmatter"]), entry["moreFrontmatter"]) == (
+        MAX_PER_FILE, KEYS - MAX_PER_FILE)
+    assert entry["frontmatter"][0] == {"key": "k0", "change": "conflict",
+                                       "description": "changed differently on both sides"}

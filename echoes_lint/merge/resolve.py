@@ -380,6 +380,7 @@ class FileReport:
         return out
 
     def as_json(self) -> Dict[str, Any]:
+        problems = self.problems
         return {
             "path": self.path,
             "kind": self.kind,
@@ -393,11 +394,14 @@ class FileReport:
             "bareSeparators": self.bare,
             "moreBareSeparators": self.more_bare,
             "frontmatter": [{"key": change.key, "change": change.change,
-                             "description": change.description} for change in self.keys],
+                             "description": change.description}
+                            for change in self.keys[:MAX_PER_FILE]],
+            "moreFrontmatter": max(0, len(self.keys) - MAX_PER_FILE),
             "body": self.body,
             "notes": self.notes,
             "problems": [{"line": p.line, "col": p.col, "kind": p.kind, "message": p.message}
-                         for p in self.problems],
+                         for p in problems[:MAX_PER_FILE]],
+            "moreProblems": max(0, len(problems) - MAX_PER_FILE),
         }
 
 
