@@ -8,13 +8,14 @@ when it contains `/`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
-from echoes_lint.rules.context import VAULT_PREFIX, Context
+from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
 
 CODES = frozenset({"EV050"})
 
@@ -149,22 +150,32 @@ def _target(inner: str) -> str:
     return target.split("#", 1)[0].strip()
 
 
-def check(ctx: Context) -> Iterator[Finding]:
+def check(ctx: Context) -> Iterator[Yielded]:
     targets: Optional[_Targets] = None
     for document in [*ctx.scan.pages, *ctx.scan.daily]:
         if document.text is None or "[[" not in document.text:
             continue
         meta = document.meta
         first = meta.body_start if meta is not None and meta.close_line else 1
+        verdicts: dict[str, bool] = {}  # a page may link 200,000 times to one target
+        broken = []
         for link in links(document.text, first):
             target = _target(link.inner)
             if not target:
                 continue  # `[[#heading]]` points into the same page.
             if targets is None:
                 targets = _Targets(ctx.vault_paths())
-            if not targets.resolves(target):
-                yield ctx.finding("EV050", document.path, link.line, link.col,
-                                  _message(ctx, link.text, target, link.embed))
+            if target not in verdicts:
+                verdicts[target] = targets.resolves(target)
+            if not verdicts[target]:
+                broken.append((link, target))
+        yield from limited(broken, functools.partial(_finding, ctx, document.path))
+
+
+def _finding(ctx: Context, path: str, broken: tuple[Link, str]) -> Finding:
+    link, target = broken
+    return ctx.finding("EV050", path, link.line, link.col,
+                       _message(ctx, link.text, target, link.embed))
 
 
 def _message(ctx: Context, link: str, target: str, embed: bool) -> str:
