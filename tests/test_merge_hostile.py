@@ -25,6 +25,7 @@ from helpers_merge import (
 )
 
 from echoes_lint import engine
+from echoes_lint.merge.githooks import hook_source
 
 # ---------------------------------------------------------------------------------------------
 # Item 2: no repository code runs
@@ -96,7 +97,6 @@ def test_resolve_and_hooks_hydrate_with_the_packaged_engine(git_repo: Path,
     assert json.loads(checked.stdout)["hydrate"] == {"ran": True, "error": None}
     assert "- [[auth]]: Original summary.\n" in index.read_text(encoding="utf-8")
     index.unlink()
-    from echoes_lint.merge.githooks import hook_source
     hook = tmp_path / "post-merge"
     hook.write_bytes(hook_source("post-merge"))
     hook.chmod(0o755)

@@ -2,12 +2,19 @@
 
 Git's merge-driver contract: %O holds the common ancestor, %A our version and %B theirs; the
 driver writes the result into %A and exits 0 when the merge is clean, non-zero (with conflict
-markers left in %A) otherwise. Git runs it from the top of the work tree.
+markers left in %A) otherwise. Git runs it from the top of the work tree, with %P as the page's
+path: labels and messages escape its control characters and non-UTF-8 bytes (`printable`).
 
 Frontmatter is merged key by key (see `merge_frontmatter`), the body line by line with
 `git merge-file`, and the result is validated by the engine: a merge that would leave an invalid
 page is reported as a conflict, never written as a silently broken page. A side whose frontmatter
 cannot be split into keys falls back to a plain `git merge-file` of the whole file.
+
+A conflict always carries markers. Inputs are read with the engine's size limit (as `check` reads
+pages); whenever the page merge cannot run (an error, an oversized or unreadable input) the
+driver falls back to `git merge-file` with the same labels and marker size, and where that is
+clean or impossible (binary content), or the merged page would be invalid, it writes one block
+holding both whole versions. It exits 1 in all those cases, so Git records the conflict.
 """
 
 from __future__ import annotations
@@ -281,10 +288,13 @@ def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Mar
     else:
         notes.append("frontmatter not readable on every side; merged as plain text")
         result, clean = git_merge_file(ours_path, base_path, theirs_path, markers, cwd)
-        decoded = _decode(result) if clean else None
+        if not clean:
+            return result, False, notes  # Git wrote the markers.
+        decoded = _decode(result)
         if decoded is None:
-            # Conflicts (markers written by Git), or a clean merge that is not text.
-            return result, False, notes if not clean else [*notes, "merged page is not text"]
+            notes.append("merged page is not text; both whole versions are kept in one "
+                         "conflict block")
+            return whole_file_conflict(raw[0], raw[1], raw[2], markers), False, notes
         text = decoded
     if clean:
         _meta, problems = engine.validate_page_text(text)
@@ -300,8 +310,8 @@ def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Mar
 def fallback(base_path: Path, ours_path: Path, theirs_path: Path, markers: Markers,
              cwd: Path) -> Tuple[bytes, List[str]]:
     """Git's own text merge with markers, when the page merge could not run; a merge Git finds
-    clean (or cannot do: binary content) becomes one whole-file conflict block. Raises OSError
-    when an input cannot be read at all."""
+    clean (or cannot do: binary content) becomes one whole-file conflict block. Raises
+    DriverError when an input cannot be read at all."""
     try:
         result, clean = git_merge_file(ours_path, base_path, theirs_path, markers, cwd)
     except DriverError as exc:
