@@ -212,6 +212,7 @@ def sha256_text(text: str) -> str:
 # A marker line as protocol engines see it. `|||||||` (diff3 base) is only meaningful inside a
 # block, so it is reported by `conflict_blocks` but does not by itself make a page invalid.
 _MARKER_LINE = re.compile(r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$")
+_MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
 
 
 def marker_lines(text: str) -> List[Tuple[int, str]]:
@@ -220,12 +221,15 @@ def marker_lines(text: str) -> List[Tuple[int, str]]:
     if ("<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text
             and "|||||||" not in text):
         return []
+    # One pass over the whole text, counting lines only between matches: no list of lines,
+    # and linear however many markers there are.
     found = []
-    for number, line in enumerate(text.split("\n"), 1):
-        if len(line) >= 7 and line[0] in "<|=>":
-            match = _MARKER_LINE.match(line)
-            if match:
-                found.append((number, (match.group(1) or match.group(2))[0]))
+    number, counted = 1, 0
+    for match in _MARKER_LINES.finditer(text):
+        start = match.start()
+        number += text.count("\n", counted, start)
+        counted = start
+        found.append((number, text[start]))
     return found
 
 
@@ -1068,7 +1072,11 @@ def _load_document(path: str, relative: str, page: bool,
 
 
 def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
-    """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter)."""
+    """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter).
+    Bytes from elsewhere than the disk (a staged blob) get the same size limit as a file."""
+    if len(data) > MAX_TEXT_BYTES:
+        too_large = f"file is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB"
+        return Document(relative, None, Problem("unreadable", f"cannot read file: {too_large}"), [])
     text, problem = decode_text(data)
     if text is None:
         return Document(relative, None, problem, [])

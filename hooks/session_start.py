@@ -5,13 +5,14 @@ Prints the JSON that Claude Code and Codex SessionStart hooks read:
 
     {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "<card>"}}
 
-and nothing at all where the project has no EchoesVault folder. The card comes from the project's
-own runtime (`.echoes-vault/echoes_vault.py status --format card`), or from an installed
-echoes-lint when the project has no runtime. `status` never creates, migrates, hydrates or
-repairs anything (spec section 12.5), so starting a session changes no file.
+and nothing at all where the project has no EchoesVault folder. The card comes from the installed
+echoes-lint, never from the project's own runtime (`.echoes-vault/echoes_vault.py`): a session
+may start in a repository just cloned from anywhere, and the hook must not run its code. `status`
+never creates, migrates, hydrates or repairs anything (spec section 12.5), so starting a session
+changes no file.
 
-Standard library only (Python 3.9+). Register it, for example in `.claude/settings.json` or
-`.codex/hooks.json`:
+Python 3.9+, standard library and the installed echoes-lint. Register it, for example in
+`.claude/settings.json` or `.codex/hooks.json`:
 
     {"hooks": {"SessionStart": [{"hooks": [
         {"type": "command", "command": "python3 hooks/session_start.py", "timeout": 15}]}]}}
@@ -58,23 +59,13 @@ def project_root(directory: str) -> Path:
     return Path(top) if completed.returncode == 0 and top else Path(directory)
 
 
-def card_from_runtime(workspace: Path) -> Optional[str]:
-    runtime = workspace / RUNTIME
-    if not runtime.is_file() or runtime.is_symlink():
-        return None
-    try:
-        completed = subprocess.run(
-            [sys.executable, "-I", str(runtime), "--workspace", str(workspace),
-             "status", "--format", "card"],
-            capture_output=True, timeout=TIMEOUT, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    card = completed.stdout.decode("utf-8", "replace").strip()
-    return card if completed.returncode == 0 and card else None
-
-
 def card_from_package(workspace: Path) -> Optional[str]:
+    """The card from the installed echoes-lint. The project's own runtime is never run: a
+    session may start in a repository just cloned from anywhere."""
+    # Python puts this script's folder (inside the project) first on sys.path: drop it, so that
+    # only an installed echoes_lint is imported.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != here]
     try:
         from echoes_lint import engine
     except ImportError:
@@ -87,13 +78,15 @@ def card_from_package(workspace: Path) -> Optional[str]:
 
 
 def status_card(workspace: Path) -> str:
-    card = card_from_runtime(workspace) or card_from_package(workspace)
+    card = card_from_package(workspace)
     if card:
         return card
     return (
         "### EchoesVault · status unavailable\n\n"
-        f"Neither `{RUNTIME.as_posix()}` nor an installed echoes-lint could report the vault "
-        f"status. Run `python3 {RUNTIME.as_posix()} --workspace . status --format card` to see why."
+        "echoes-lint is not installed for this Python, so the vault status could not be read "
+        "(this hook never runs the project's own `.echoes-vault/echoes_vault.py`). Install it "
+        "with `python3 -m pip install echoes-lint`, or run "
+        f"`python3 {RUNTIME.as_posix()} --workspace . status --format card` yourself."
     )
 
 

@@ -7,13 +7,14 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT, git, make_vault, run_cli, write_page
 from helpers_merge import commit_on, edit_main, install_driver, vault_with_page
 
 from echoes_lint import engine
-from echoes_lint.merge.githooks import HOOK_NAMES
+from echoes_lint.merge.githooks import HOOK_NAMES, hook_source
 
 HOOKS = ROOT / "hooks"
 INDEX = "EchoesVault/index.md"
@@ -37,7 +38,8 @@ def test_install_puts_the_three_hooks_in_place_and_twice_changes_nothing(git_rep
     assert completed.returncode == 0, completed.stderr
     hooks = git_repo / ".git" / "hooks"
     for name in HOOK_NAMES:
-        assert (hooks / name).read_bytes() == (HOOKS / name).read_bytes()
+        assert (hooks / name).read_bytes() == hook_source(name)
+        assert f"ECHOES_LINT_PYTHON:-{sys.executable}}}".encode() in hook_source(name)
         assert (hooks / name).stat().st_mode & stat.S_IXUSR
     before = {path.name: (path.read_bytes(), path.stat().st_mtime_ns) for path in hooks.iterdir()}
     again = install_hooks(git_repo)
@@ -67,7 +69,7 @@ def test_an_existing_user_hook_is_chained_with_its_arguments_input_and_status(
     assert "your hook is now post-checkout.before-echoes-lint and still runs first" in \
         completed.stdout
     assert (hooks / "post-checkout.before-echoes-lint").read_text() == user_hook
-    assert (hooks / "post-checkout").read_bytes() == (HOOKS / "post-checkout").read_bytes()
+    assert (hooks / "post-checkout").read_bytes() == hook_source("post-checkout")
     git(git_repo, "commit", "-q", "--allow-empty", "-m", "one")
     old = git(git_repo, "rev-parse", "HEAD").strip()
     git(git_repo, "commit", "-q", "--amend", "--allow-empty", "-m", "amended")

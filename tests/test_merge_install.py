@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
 from conftest import git, run_cli
 from helpers_merge import install_driver
 
 from echoes_lint.merge import ATTRIBUTES_LINE
+from echoes_lint.merge.install import driver_command
 
-DRIVER = f"{shlex.quote(sys.executable)} -m echoes_lint merge-driver --marker-size %L %O %A %B %P"
+DRIVER = driver_command()
 
 
 def config_value(repo: Path, key: str, scope: str = "--local") -> str:

@@ -278,9 +278,7 @@ def test_a_binary_asset_conflict_does_not_block_the_check_but_is_explained(
 
 def test_a_failing_hydrate_is_reported_never_turned_into_success(git_repo: Path) -> None:
     vault_with_page(git_repo, runtime=True)
-    (git_repo / engine.RUNTIME_PATH).write_text(
-        "import sys\nsys.stderr.write('{\"ok\": false, \"error\": \"lock is held\"}')\n"
-        "sys.exit(2)\n")
+    (git_repo / "EchoesVault" / "index.md").mkdir()
     status, output = resolve(git_repo, "--check")
     assert status == 2
-    assert "hydrate failed: lock is held\n" in output
+    assert "hydrate failed: EchoesVault/index.md must be a regular file" in output

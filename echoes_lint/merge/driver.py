@@ -2,12 +2,19 @@
 
 Git's merge-driver contract: %O holds the common ancestor, %A our version and %B theirs; the
 driver writes the result into %A and exits 0 when the merge is clean, non-zero (with conflict
-markers left in %A) otherwise. Git runs it from the top of the work tree.
+markers left in %A) otherwise. Git runs it from the top of the work tree, with %P as the page's
+path: labels and messages escape its control characters and non-UTF-8 bytes (`printable`).
 
 Frontmatter is merged key by key (see `merge_frontmatter`), the body line by line with
 `git merge-file`, and the result is validated by the engine: a merge that would leave an invalid
 page is reported as a conflict, never written as a silently broken page. A side whose frontmatter
 cannot be split into keys falls back to a plain `git merge-file` of the whole file.
+
+A conflict always carries markers. Inputs are read with the engine's size limit (as `check` reads
+pages); whenever the page merge cannot run (an error, an oversized or unreadable input) the
+driver falls back to `git merge-file` with the same labels and marker size, and where that is
+clean or impossible (binary content), or the merged page would be invalid, it writes one block
+holding both whole versions. It exits 1 in all those cases, so Git records the conflict.
 """
 
 from __future__ import annotations
@@ -120,21 +127,22 @@ def merge_frontmatter(base: Optional[Page], ours: Page, theirs: Page,
     order = list(ours.units) + [key for key in theirs.units if key not in ours.units]
     taken: Dict[str, Lines] = {}
     changed: Set[str] = set()
-    conflicts = []
+    conflicts: Set[str] = set()  # a set: a page may have 100,000 conflicting keys
     for key in order:
         sides = (base_units.get(key), ours.units.get(key), theirs.units.get(key))
         change = classify(*sides)
         if change == "conflict":
-            conflicts.append(key)
+            conflicts.add(key)
             continue
         if change != "unchanged":
             changed.add(key)
         taken[key] = (sides[2] if change == "theirs" else sides[1]) or ()
-    validated = "\n".join(["---", *(line for key in order if key in taken for line in taken[key]),
-                           "---", ""])
-    for problem in engine.parse_frontmatter(validated).problems:
-        if problem.key in changed and problem.key not in conflicts:
-            conflicts.append(problem.key)
+    if changed:  # Only a key the merge changed can turn invalid.
+        validated = "\n".join(["---", *(line for key in order if key in taken
+                                        for line in taken[key]), "---", ""])
+        for problem in engine.parse_frontmatter(validated).problems:
+            if problem.key in changed:
+                conflicts.add(problem.key)
     lines: List[str] = []
     for key in order:
         if key in conflicts:
@@ -215,13 +223,56 @@ def _decode(data: bytes) -> Optional[str]:
     return text
 
 
-def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Markers,
-               cwd: Path) -> Tuple[bytes, bool, List[str]]:
-    """(result bytes for %A, clean, explanations for stderr)."""
+def printable(text: str) -> str:
+    """`text` with control characters and undecodable file-name bytes escaped (`\\x0a`): a
+    newline in %P must not split a conflict-marker line, nor a stray byte break stderr."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _side(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"
+
+
+def whole_file_conflict(base: bytes, ours: bytes, theirs: bytes, markers: Markers) -> bytes:
+    """One conflict block holding both whole files: what is left when no merge can be trusted,
+    so that the conflict Git records still carries markers."""
+    parts = [f"{'<' * markers.size} {markers.ours}\n".encode(), _side(ours)]
+    if markers.style != "merge":
+        parts += [f"{'|' * markers.size} {markers.base}\n".encode(), _side(base)]
+    parts += [f"{'=' * markers.size}\n".encode(), _side(theirs),
+              f"{'>' * markers.size} {markers.theirs}\n".encode()]
+    return b"".join(parts)
+
+
+def _read_input(path: Path) -> bytes:
+    # The engine's reader and size limit: the same files are too large for `check`, `check
+    # --staged` and this driver.
     try:
-        raw = [path.read_bytes() for path in (base_path, ours_path, theirs_path)]
+        return engine.read_bytes(path)
     except OSError as exc:
         raise DriverError(f"cannot read a merge input: {exc.strerror or exc}") from exc
+
+
+def _listed(keys: Sequence[str], limit: int = 20) -> str:
+    names = [f"`{printable(key)}`" if key else "comments" for key in keys[:limit]]
+    more = f" and {len(keys) - limit} more keys" if len(keys) > limit else ""
+    return ", ".join(names) + more
+
+
+def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Markers,
+               cwd: Path) -> Tuple[bytes, bool, List[str]]:
+    """(result bytes for %A, clean, explanations for stderr). A result that is not clean always
+    holds conflict markers."""
+    raw = [_read_input(path) for path in (base_path, ours_path, theirs_path)]
     texts = [_decode(data) for data in raw]
     pages = [split_page(text) if text is not None else None for text in texts]
     # No common ancestor (an add/add conflict): Git passes an empty %O.
@@ -231,24 +282,50 @@ def run_driver(base_path: Path, ours_path: Path, theirs_path: Path, markers: Mar
         merged = merge_pages(None if no_base else pages[0], pages[1], pages[2], markers, cwd)
         text, clean = merged.text, merged.clean
         if merged.conflicting_keys:
-            keys = ", ".join(f"`{key}`" if key else "comments" for key in merged.conflicting_keys)
-            notes.append(f"frontmatter conflict in {keys}")
+            notes.append(f"frontmatter conflict in {_listed(merged.conflicting_keys)}")
         if merged.body_conflict:
             notes.append("body conflict")
     else:
         notes.append("frontmatter not readable on every side; merged as plain text")
         result, clean = git_merge_file(ours_path, base_path, theirs_path, markers, cwd)
+        if not clean:
+            return result, False, notes  # Git wrote the markers.
         decoded = _decode(result)
         if decoded is None:
-            return result, False, [*notes, "merged page is not valid UTF-8 text"]
+            notes.append("merged page is not text; both whole versions are kept in one "
+                         "conflict block")
+            return whole_file_conflict(raw[0], raw[1], raw[2], markers), False, notes
         text = decoded
     if clean:
         _meta, problems = engine.validate_page_text(text)
-        clean = not problems
-        notes += [f"merged page would be invalid, line {problem.line}: {problem.message}"
-                  for problem in problems]
+        if problems:
+            notes += [f"merged page would be invalid, line {problem.line}: "
+                      f"{printable(problem.message)}" for problem in problems[:20]]
+            notes.append("both whole versions are kept in one conflict block")
+            return whole_file_conflict(raw[0], raw[1], raw[2], markers), False, notes
     newline = "\r\n" if b"\r\n" in raw[1] else "\n"
     return text.replace("\n", newline).encode("utf-8"), clean, notes
+
+
+def fallback(base_path: Path, ours_path: Path, theirs_path: Path, markers: Markers,
+             cwd: Path) -> Tuple[bytes, List[str]]:
+    """Git's own text merge with markers, when the page merge could not run; a merge Git finds
+    clean (or cannot do: binary content) becomes one whole-file conflict block. Raises
+    DriverError when an input cannot be read at all."""
+    try:
+        result, clean = git_merge_file(ours_path, base_path, theirs_path, markers, cwd)
+    except DriverError as exc:
+        note = f"{exc}; both whole versions are kept in one conflict block"
+    else:
+        if not clean:
+            return result, ["merged as plain text by `git merge-file`"]
+        note = "a plain text merge would be unchecked; both whole versions are kept in one " \
+               "conflict block"
+    try:
+        sides = [path.read_bytes() for path in (base_path, ours_path, theirs_path)]
+    except OSError as exc:
+        raise DriverError(f"cannot read a merge input: {exc.strerror or exc}") from exc
+    return whole_file_conflict(sides[0], sides[1], sides[2], markers), [note]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -268,22 +345,30 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
     cwd = Path(args.workspace or os.getcwd())
-    suffix = f":{args.path}" if args.path else ""
+    shown = printable(args.path) if args.path else ""
+    suffix = f":{shown}" if shown else ""
     # Git asks for longer markers in the inner merges of a criss-cross merge; shorter ones would
     # be invisible to every protocol engine, so never go below the standard seven.
     markers = Markers(f"ours{suffix}", f"base{suffix}", f"theirs{suffix}", conflict_style(cwd),
                       max(7, args.marker_size))
-    label = args.path or args.ours
+    label = shown or printable(args.ours)
+    paths = Path(args.base), Path(args.ours), Path(args.theirs)
     try:
-        result, clean, notes = run_driver(Path(args.base), Path(args.ours), Path(args.theirs),
-                                          markers, cwd)
+        try:
+            result, clean, notes = run_driver(*paths, markers, cwd)
+        except Exception as exc:  # Whatever failed, Git must get a file with markers.
+            reason = str(exc) if isinstance(exc, DriverError) else \
+                f"internal error ({type(exc).__name__}: {exc})"
+            result, notes = fallback(*paths, markers, cwd)
+            notes.insert(0, printable(reason))
+            clean = False
         Path(args.ours).write_bytes(result)
+    except DriverError as exc:
+        sys.stderr.write(f"echoes-lint merge-driver: {label}: {printable(str(exc))}\n")
+        return 2
     except OSError as exc:
         sys.stderr.write(f"echoes-lint merge-driver: {label}: cannot write the result: "
-                         f"{exc.strerror or exc}\n")
-        return 2
-    except DriverError as exc:
-        sys.stderr.write(f"echoes-lint merge-driver: {label}: {exc}\n")
+                         f"{printable(str(exc.strerror or exc))}\n")
         return 2
     for note in notes:
         sys.stderr.write(f"echoes-lint merge-driver: {label}: {note}\n")

@@ -6,6 +6,9 @@ directory Git really runs hooks from (`git rev-parse --git-path hooks`, which ho
 is never overwritten: it is moved to `<hook>.before-echoes-lint`, which our script runs first
 with the same arguments, input and exit status. When that name is taken too, nothing is
 installed and the message says why. Running it again changes nothing.
+
+The hooks hydrate with this installed echoes-lint (`echoes_lint.merge.hydrate`), never with the
+repository's `.echoes-vault/echoes_vault.py`: a checkout or pull must not run code it brought.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -43,12 +47,20 @@ def hooks_directory(top: Path) -> Path:
     return top / os.fsdecode(output.strip())
 
 
+# The scripts' default interpreter; installing names this interpreter instead, because Git runs
+# hooks with whatever PATH the calling program has (as for the merge driver, see install.py).
+_PYTHON_LINE = b"python=${ECHOES_LINT_PYTHON:-python3}\n"
+
+
 def hook_source(name: str) -> bytes:
+    """The script as installed: the interpreter running this command is the hook's default."""
     try:
-        return (SOURCE_DIR / name).read_bytes()
+        script = (SOURCE_DIR / name).read_bytes()
     except OSError as exc:
         raise HookError(f"hook script {name} not found in {SOURCE_DIR}: "
                         f"{exc.strerror or exc}") from exc
+    python = os.fsencode(shlex.quote(sys.executable))
+    return script.replace(_PYTHON_LINE, b"python=${ECHOES_LINT_PYTHON:-" + python + b"}\n")
 
 
 def _write_executable(target: Path, data: bytes) -> None:

@@ -5,11 +5,12 @@ user) and the attribute line `EchoesVault/pages/*.md merge=echoes-vault` in the 
 `.gitattributes` (or `.git/info/attributes` with `--local-attributes`). Both steps are
 idempotent and leave other lines and keys alone.
 
-The driver command is `<this Python> -m echoes_lint merge-driver ...` with the interpreter's
-absolute path: Git runs drivers through `sh` with whatever PATH the calling program has (an IDE,
-a GUI client, a hook), where neither the `echoes-lint` console script nor an activated virtual
-environment can be relied on. The absolute interpreter works for venv, pipx, `--user` and system
-installs alike; after moving or deleting that environment, run install again.
+The driver command is `<this Python> -c '<run echoes_lint.cli>' merge-driver ...` with the
+interpreter's absolute path: Git runs drivers through `sh` with whatever PATH the calling program
+has (an IDE, a GUI client, a hook), where neither the `echoes-lint` console script nor an
+activated virtual environment can be relied on. The absolute interpreter works for venv, pipx,
+`--user` and system installs alike; after moving or deleting that environment, run install
+again.
 
 Uninstall removes only what install added: our keys (when they still hold our driver) and the
 attribute line in the files recorded at install time (`merge.echoes-vault.attributes` in the
@@ -44,8 +45,14 @@ class InstallError(Exception):
     """A refusal with a clear reason: exit 2, nothing (more) written."""
 
 
+# Git runs the driver from the top of the work tree, and `python -m` would import an
+# `echoes_lint/` folder found there first: the command drops the current directory from sys.path.
+_INSTALLED_ONLY = ('import sys; sys.path[:] = [p for p in sys.path if p not in ("", ".")]; '
+                   'from echoes_lint.cli import main; sys.exit(main())')
+
+
 def driver_command() -> str:
-    return (f"{shlex.quote(sys.executable)} -m echoes_lint merge-driver "
+    return (f"{shlex.quote(sys.executable)} -c {shlex.quote(_INSTALLED_ONLY)} merge-driver "
             "--marker-size %L %O %A %B %P")
 
 

@@ -5,24 +5,26 @@ It lists every conflicted vault file, from Git's unmerged entries (`git ls-files
 the engine's marker scan, with each conflict block's lines and labels, and for pages which
 frontmatter keys and whether the body changed on which side (from index stages 1, 2 and 3).
 `--check` exits 1 while a vault file still has markers or invalid frontmatter; once the vault is
-consistent it runs the project runtime's `hydrate` (initialised workspaces only) and prints the
-status card. It never stages or commits: it prints the `git add` commands for resolved files.
+consistent it hydrates (initialised workspaces only, with the packaged engine: it never runs
+the repository's runtime, see `hydrate.py`) and prints the status card. It never stages or
+commits: it prints the `git add` commands for resolved files.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
-from echoes_lint.merge.driver import HEAD, Page, classify, split_page
+from echoes_lint.merge.driver import HEAD, Page, classify, printable, split_page
+from echoes_lint.merge.hydrate import hydrate
+from echoes_lint.rules.conflicts import Covered
+from echoes_lint.rules.context import MAX_PER_FILE
 
 # Git state paths (under `git rev-parse --git-path`, so linked worktrees work) and what they mean.
 _OPERATIONS = (
@@ -64,19 +66,27 @@ def operation_in_progress(top: Path) -> Optional[str]:
     return None
 
 
-def unmerged_entries(top: Path) -> Dict[str, Dict[int, str]]:
-    """path -> {stage: blob id} for every unmerged vault path."""
+GITLINK_MODE = "160000"
+
+
+def unmerged_entries(top: Path) -> Tuple[Dict[str, Dict[int, str]], Set[str]]:
+    """(path -> {stage: object id} for every unmerged vault path, the paths that are gitlinks
+    (submodules) on some side: their ids name commits, often of another repository)."""
     entries: Dict[str, Dict[int, str]] = {}
+    gitlinks: Set[str] = set()
     output = _git(top, ["ls-files", "-u", "-z", "--", engine.VAULT_DIR])
     for record in engine.split_nul(output):
         info, _tab, path = record.partition("\t")
-        _mode, blob, stage = info.split(" ")
+        mode, blob, stage = info.split(" ")
         entries.setdefault(path, {})[int(stage)] = blob
-    return entries
+        if mode == GITLINK_MODE:
+            gitlinks.add(path)
+    return entries, gitlinks
 
 
 def read_blobs(top: Path, blobs: Sequence[str]) -> Dict[str, bytes]:
-    """Blob contents in one `git cat-file --batch` call."""
+    """Blob contents in one `git cat-file --batch` call; a missing object, or one larger than
+    the engine reads, is left out."""
     if not blobs:
         return {}
     output = _git(top, ["cat-file", "--batch"], "".join(f"{b}\n" for b in blobs).encode("ascii"))
@@ -84,9 +94,14 @@ def read_blobs(top: Path, blobs: Sequence[str]) -> Dict[str, bytes]:
     offset = 0
     for blob in blobs:
         header_end = output.index(b"\n", offset)
-        size = int(output[offset:header_end].split(b" ")[2])
-        contents[blob] = output[header_end + 1:header_end + 1 + size]
-        offset = header_end + 1 + size + 1
+        header = output[offset:header_end].split(b" ")
+        offset = header_end + 1
+        if len(header) != 3:  # `<id> missing`
+            continue
+        size = int(header[2])
+        if size <= engine.MAX_TEXT_BYTES:
+            contents[blob] = output[offset:offset + size]
+        offset += size + 1
     return contents
 
 
@@ -105,7 +120,7 @@ class Section:
     last: int
 
     def describe(self, side: str) -> str:
-        label = f" ({self.label})" if self.label else ""
+        label = f" ({printable(self.label)})" if self.label else ""
         if self.first > self.last:
             return f"{side}{label} no lines"
         if self.first == self.last:
@@ -174,19 +189,16 @@ def _section(lines: List[str], label_line: Optional[int], after: Optional[int],
 
 def _keys_in(lines: List[str], sections: Sequence[Optional[Section]]) -> List[str]:
     """Frontmatter keys written in any side of a block, read by the engine's parser."""
-    keys: Dict[str, None] = {}
-    for section in sections:
-        if section is not None:
-            chunk = lines[section.first - 1:section.last]
-            meta = engine.parse_frontmatter("\n".join(["---", *chunk, "---", ""]))
-            keys.update(dict.fromkeys(meta.fields))
-    return list(keys)
+    # One parse of every side, one after the other: a key written on several sides is
+    # listed once, in the order ours, base, theirs.
+    chunk = [line for section in sections if section is not None
+             for line in lines[section.first - 1:section.last]]
+    return list(engine.parse_frontmatter("\n".join(["---", *chunk, "---", ""])).fields)
 
 
-def describe_blocks(text: str, markers: Sequence[Tuple[int, str]],
-                    meta: Optional[engine.PageMeta]) -> Tuple[List[Block], List[int]]:
+def describe_blocks(text: str, blocks: Sequence[engine.ConflictBlock],
+                    meta: Optional[engine.PageMeta]) -> List[Block]:
     lines = text.split("\n")
-    blocks, bare = engine.conflict_blocks(markers)
     described = []
     for block in blocks:
         ours_end = block.base if block.base is not None else block.separator
@@ -198,7 +210,7 @@ def describe_blocks(text: str, markers: Sequence[Tuple[int, str]],
         keys = _keys_in(lines, (ours, base, theirs)) if in_frontmatter else []
         described.append(Block(block, "frontmatter" if in_frontmatter else "body", keys,
                                ours, base, theirs))
-    return described, bare
+    return described
 
 
 def _presence(value: Optional[object], base: Optional[object]) -> str:
@@ -273,10 +285,26 @@ class FileReport:
     stages: List[int]
     exists: bool = True
     blocks: List[Block] = dataclasses.field(default_factory=list)
+    """The first `MAX_PER_FILE` conflict blocks; `more_blocks` counts the rest."""
     bare: List[int] = dataclasses.field(default_factory=list)
     keys: List[KeyChange] = dataclasses.field(default_factory=list)
     body: Optional[str] = None
     notes: List[str] = dataclasses.field(default_factory=list)
+    more_blocks: int = 0
+    more_bare: int = 0
+    in_blocks: Covered = dataclasses.field(default_factory=lambda: Covered(()))
+    """The lines of every conflict block, listed or not."""
+
+    def add_markers(self, text: str, markers: Sequence[Tuple[int, str]],
+                    meta: Optional[engine.PageMeta]) -> None:
+        """Describe the conflict blocks and bare separators, at most `MAX_PER_FILE` of each: a
+        page of 900,000 marker lines must not print (or hold) 900,000 descriptions."""
+        blocks, bare = engine.conflict_blocks(markers)
+        self.in_blocks = Covered((block.first_line, block.end or sys.maxsize) for block in blocks)
+        self.blocks = describe_blocks(text, blocks[:MAX_PER_FILE], meta)
+        self.bare = bare[:MAX_PER_FILE]
+        self.more_blocks = max(0, len(blocks) - MAX_PER_FILE)
+        self.more_bare = max(0, len(bare) - MAX_PER_FILE)
 
     @property
     def kind(self) -> str:
@@ -294,9 +322,8 @@ class FileReport:
     def problems(self) -> List[engine.Problem]:
         """Problems worth showing: the markers themselves, and what they break inside their
         blocks, are already described by `blocks` and `bare`."""
-        spans = [(block.line, block.block.end or sys.maxsize) for block in self.blocks]
         return [problem for problem in self.all_problems if problem.kind != "conflict-marker"
-                and not any(first <= problem.line <= last for first, last in spans)]
+                and problem.line not in self.in_blocks]
 
     @property
     def clean(self) -> bool:
@@ -304,11 +331,16 @@ class FileReport:
         return not engine.has_protocol_conflict(markers) and not self.all_problems
 
     @property
+    def shown(self) -> str:
+        """The path as printed: a newline or a byte that is not UTF-8 must not break a line."""
+        return printable(self.path)
+
+    @property
     def stage_command(self) -> Optional[str]:
         if not self.stages or not self.clean:
             return None
         verb = "add" if self.exists else "rm"
-        return f"git {verb} -- {engine.shell_quote(self.path)}"
+        return f"git {verb} -- {command_path(self.path)}"
 
     def lines(self) -> List[str]:
         """Concise output: `path:line:col: message` where there is a place, else `path: ...`."""
@@ -318,23 +350,37 @@ class FileReport:
             summary.append(f"unmerged, {describe_stages(self.stages)}")
         if not self.exists:
             summary.append("missing from the work tree")
-        summary += [f"frontmatter {change.name} {change.description}" for change in self.keys]
+        summary += [f"frontmatter {change.name} {change.description}"
+                    for change in self.keys[:MAX_PER_FILE]]
+        if len(self.keys) > MAX_PER_FILE:
+            summary.append(f"{len(self.keys) - MAX_PER_FILE} more frontmatter keys changed")
         if self.body:
             summary.append(f"body {self.body}")
         summary += self.notes
         if summary:
-            out.append(f"{self.path}: " + "; ".join(summary))
+            out.append(f"{self.shown}: " + "; ".join(summary))
         for block in self.blocks:
-            out.append(f"{self.path}:{block.line}:1: {block.describe()}")
+            out.append(f"{self.shown}:{block.line}:1: {block.describe()}")
+        if self.more_blocks:
+            out.append(f"{self.shown}: and {self.more_blocks} more conflict blocks after line "
+                       f"{self.blocks[-1].line}")
         for line in self.bare:
-            out.append(f"{self.path}:{line}:1: bare `=======` line outside a conflict block "
+            out.append(f"{self.shown}:{line}:1: bare `=======` line outside a conflict block "
                        "(a setext heading underline? protocol engines read it as a marker)")
-        for problem in self.problems:
-            out.append(f"{self.path}:{problem.line}:{problem.col}: {problem.message} "
+        if self.more_bare:
+            out.append(f"{self.shown}: and {self.more_bare} more bare `=======` lines after "
+                       f"line {self.bare[-1]}")
+        problems = self.problems
+        for problem in problems[:MAX_PER_FILE]:
+            out.append(f"{self.shown}:{problem.line}:{problem.col}: {problem.message} "
                        f"({problem.kind})")
+        if len(problems) > MAX_PER_FILE:
+            out.append(f"{self.shown}: and {len(problems) - MAX_PER_FILE} more problems after "
+                       f"line {problems[MAX_PER_FILE - 1].line}")
         return out
 
     def as_json(self) -> Dict[str, Any]:
+        problems = self.problems
         return {
             "path": self.path,
             "kind": self.kind,
@@ -344,14 +390,28 @@ class FileReport:
             "sides": describe_stages(self.stages) if self.stages else None,
             "clean": self.clean,
             "blocks": [block.as_json() for block in self.blocks],
+            "moreBlocks": self.more_blocks,
             "bareSeparators": self.bare,
+            "moreBareSeparators": self.more_bare,
             "frontmatter": [{"key": change.key, "change": change.change,
-                             "description": change.description} for change in self.keys],
+                             "description": change.description}
+                            for change in self.keys[:MAX_PER_FILE]],
+            "moreFrontmatter": max(0, len(self.keys) - MAX_PER_FILE),
             "body": self.body,
             "notes": self.notes,
             "problems": [{"line": p.line, "col": p.col, "kind": p.kind, "message": p.message}
-                         for p in self.problems],
+                         for p in problems[:MAX_PER_FILE]],
+            "moreProblems": max(0, len(problems) - MAX_PER_FILE),
         }
+
+
+def command_path(path: str) -> str:
+    """`path` quoted for a POSIX shell; a name with control characters or bytes that are not
+    UTF-8 is spelled byte by byte in bash's `$'...'` instead, so the command stays one line."""
+    if printable(path) == path:
+        return engine.shell_quote(path)
+    return "$'" + "".join(f"\\x{byte:02x}" if byte < 0x20 or byte >= 0x7F or byte in b"'\\"
+                          else chr(byte) for byte in os.fsencode(path)) + "'"
 
 
 def _text_of(data: Optional[bytes]) -> Optional[str]:
@@ -379,7 +439,7 @@ def _compare_stages(report: FileReport, stage_texts: Dict[int, Optional[str]]) -
 
 
 def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
-    unmerged = unmerged_entries(top)
+    unmerged, gitlinks = unmerged_entries(top)
     documents = {document.path: document for document in scan.documents()}
     reports: Dict[str, FileReport] = {}
     for path, document in documents.items():
@@ -392,16 +452,19 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
             exists = os.path.lexists(top / path)
             unscanned = engine.read_document(top, path, page=False) if exists else None
             report = FileReport(path, unscanned, sorted(stages), exists)
-            if unscanned is not None and unscanned.text is None:
+            if path in gitlinks:
+                report.notes.append("a submodule (gitlink): check out the commit to keep in "
+                                    f"the submodule, then `git add -- {command_path(path)}`")
+            elif unscanned is not None and unscanned.text is None:
                 report.notes.append("not text, so Git kept our version; take theirs with "
-                                    f"`git checkout --theirs -- {engine.shell_quote(path)}`")
+                                    f"`git checkout --theirs -- {command_path(path)}`")
             reports[path] = report
-    blobs = read_blobs(top, sorted({blob for stages in unmerged.values()
-                                    for blob in stages.values()}))
+    blobs = read_blobs(top, sorted({blob for path, stages in unmerged.items()
+                                    if path not in gitlinks for blob in stages.values()}))
     for path, report in reports.items():
         read = report.document
         if read is not None and read.text is not None:
-            report.blocks, report.bare = describe_blocks(read.text, read.markers, read.meta)
+            report.add_markers(read.text, read.markers, read.meta)
         if report.kind == "page" and path in unmerged:
             _compare_stages(report, {stage: _text_of(blobs.get(blob))
                                      for stage, blob in unmerged[path].items()})
@@ -411,23 +474,6 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
 # ---------------------------------------------------------------------------------------------
 # Hydrate and output
 # ---------------------------------------------------------------------------------------------
-
-
-def hydrate(top: Path) -> Optional[str]:
-    """Run the project runtime's `hydrate` (spec 12.1: after `init` the project runtime is the
-    execution source); returns the error, or None on success."""
-    command = [sys.executable, "-I", str(top / engine.RUNTIME_PATH), "--workspace", str(top),
-               "hydrate"]
-    try:
-        completed = subprocess.run(command, cwd=str(top), capture_output=True, check=False)
-    except OSError as exc:
-        return f"cannot run the project runtime: {exc}"
-    if completed.returncode == 0:
-        return None
-    detail = completed.stderr.decode("utf-8", "replace").strip()
-    with contextlib.suppress(ValueError, KeyError, TypeError):
-        detail = json.loads(detail)["error"]
-    return f"hydrate failed: {detail or f'exit status {completed.returncode}'}"
 
 
 def _headline(operation: Optional[str], reports: Sequence[FileReport]) -> str:
@@ -503,18 +549,26 @@ def run(top: Path, check: bool, output_format: str) -> int:
         status = 1
     elif check:
         initialised = scan.marker_valid and scan.runtime_source is not None
-        error = hydrate(top) if initialised else None
-        hydrate_state = {"ran": initialised, "error": error}
+        ran, error, skipped = hydrate(top) if initialised else (False, None, None)
+        hydrate_state = {"ran": ran, "error": error}
+        if skipped:
+            hydrate_state["skipped"] = skipped
         if error:
             note, status = error, 2
         elif not initialised:
             note = "Not an initialised vault: hydrate skipped."
-        report = engine.inspect_report(engine.scan_workspace(top) if initialised else scan)
+        else:
+            note = skipped
+        report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
         card, integrity = engine.status_card(report), report["health"]["integrity"]
     if output_format == "json":
-        sys.stdout.write(render_json(operation, reports, check, hydrate_state, integrity))
+        output = render_json(operation, reports, check, hydrate_state, integrity)
     else:
-        sys.stdout.write(render_concise(operation, reports, check, card, note))
+        output = render_concise(operation, reports, check, card, note)
+    # A file name that is not UTF-8 is held as lone surrogates: JSON gets its `\udcXX` escape,
+    # whatever the locale's encoding.
+    sys.stdout.buffer.write(output.encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
     return status
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
-from echoes_lint.rules.context import Context
+from echoes_lint.rules.context import Context, Yielded, limited
 
 CODES = frozenset({"EV001", "EV002"})
 
@@ -27,6 +30,21 @@ def conflict_spans(markers: Sequence[tuple[int, str]]) -> list[tuple[int, int]]:
     return spans
 
 
+class Covered:
+    """Whether a line lies inside any of some (first, last) spans, by binary search: a page with
+    thousands of conflict blocks and as many problems must not compare every pair."""
+
+    def __init__(self, spans: Iterable[tuple[int, int]]) -> None:
+        ordered = sorted(spans)
+        self._firsts = [first for first, _last in ordered]
+        # The furthest line any span starting at or before this one reaches.
+        self._reach = list(itertools.accumulate((last for _first, last in ordered), max))
+
+    def __contains__(self, line: int) -> bool:
+        position = bisect.bisect_right(self._firsts, line) - 1
+        return position >= 0 and self._reach[position] >= line
+
+
 def _describe(block: engine.ConflictBlock) -> str:
     if block.start is None:
         kind = "`>>>>>>>`" if block.end is not None else "`|||||||`"
@@ -39,18 +57,23 @@ def _describe(block: engine.ConflictBlock) -> str:
     return f"unresolved Git conflict block{base} (lines {block.start}-{block.end})"
 
 
-def check(ctx: Context) -> Iterator[Finding]:
+_BARE = ("a line that is exactly `=======` is read as a Git conflict marker by every protocol "
+         "engine, which then refuses the file; use an ATX heading (`# Title`) or an underline "
+         "of another length (`========`)")
+
+
+def check(ctx: Context) -> Iterator[Yielded]:
     for document in ctx.documents():
         if not document.markers:
             continue
         blocks, bare = engine.conflict_blocks(document.markers)
-        for block in blocks:
-            yield ctx.finding("EV001", document.path, block.first_line, 1,
-                              f"{_describe(block)}; {_FIX_HINT}")
-        for line in bare:
-            yield ctx.finding(
-                "EV002", document.path, line, 1,
-                "a line that is exactly `=======` is read as a Git conflict marker by every "
-                "protocol engine, which then refuses the file; use an ATX heading (`# Title`) "
-                "or an underline of another length (`========`)",
-            )
+        yield from limited(blocks, functools.partial(_block_finding, ctx, document.path))
+        yield from limited(bare, functools.partial(_bare_finding, ctx, document.path))
+
+
+def _block_finding(ctx: Context, path: str, block: engine.ConflictBlock) -> Finding:
+    return ctx.finding("EV001", path, block.first_line, 1, f"{_describe(block)}; {_FIX_HINT}")
+
+
+def _bare_finding(ctx: Context, path: str, line: int) -> Finding:
+    return ctx.finding("EV002", path, line, 1, _BARE)

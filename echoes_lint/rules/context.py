@@ -7,15 +7,39 @@ Rules are pure functions of a `Context`. Paths inside the scan are relative to t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar, Union
 
 from echoes_lint import engine
 from echoes_lint.findings import RULES, Finding, Severity
 
 VAULT_PREFIX = f"{engine.VAULT_DIR}/"
 INDEX_PATH = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
+# Findings of one code in one file beyond this many are summed up in one last finding: a page of
+# 900,000 `=======` lines must not print (or hold) 900,000 findings.
+MAX_PER_FILE = 100
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class More:
+    """`count` more findings like `first`, from a rule that can count them without building
+    each one (see `rules.capped`)."""
+
+    first: Finding
+    count: int
+
+
+Yielded = Union[Finding, More]
+
+
+def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielded]:
+    """A finding for each of the first `MAX_PER_FILE` items, then one `More` for the rest."""
+    for item in items[:MAX_PER_FILE]:
+        yield make(item)
+    if len(items) > MAX_PER_FILE:
+        yield More(make(items[MAX_PER_FILE]), len(items) - MAX_PER_FILE)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from echoes_lint.findings import Finding
-from echoes_lint.rules.conflicts import conflict_spans
+from echoes_lint.rules.conflicts import Covered, conflict_spans
 from echoes_lint.rules.context import Context
 
 CODES = frozenset({f"EV01{digit}" for digit in range(10)})
@@ -45,10 +45,10 @@ def check(ctx: Context) -> Iterator[Finding]:
             continue
         if document.meta is None or not document.meta.problems:
             continue
-        spans = conflict_spans(document.markers)
+        spans = Covered(conflict_spans(document.markers))
         for problem in document.meta.problems:
             # A conflict's own lines explain those problems; EV001/EV002 report the conflict.
-            if any(first <= problem.line <= last for first, last in spans):
+            if problem.line in spans:
                 continue
             code = KIND_CODES[problem.kind]
             how = _HOW.get(code)

@@ -8,13 +8,14 @@ when it contains `/`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
-from echoes_lint.rules.context import VAULT_PREFIX, Context
+from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
 
 CODES = frozenset({"EV050"})
 
@@ -27,18 +28,27 @@ _TICKS = re.compile(r"`+")
 def mask_inline_code(line: str) -> str:
     """The line with every inline code span blanked out (columns are kept)."""
     runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    # The next run of the same length, for each run: one backward pass keeps the pairing
+    # linear however many runs stay unmatched.
+    following: list[Optional[int]] = [None] * len(runs)
+    latest: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        following[index] = latest.get(length)
+        latest[length] = index
+    pieces = []
+    kept = 0
     index = 0
     while index < len(runs):
-        start, end = runs[index]
-        closing = next((j for j in range(index + 1, len(runs))
-                        if runs[j][1] - runs[j][0] == end - start), None)
+        closing = following[index]
         if closing is None:
             index += 1  # An unmatched run is literal text.
             continue
-        close_end = runs[closing][1]
-        line = line[:start] + " " * (close_end - start) + line[close_end:]
+        start, close_end = runs[index][0], runs[closing][1]
+        pieces += [line[kept:start], " " * (close_end - start)]
+        kept = close_end
         index = closing + 1
-    return line
+    return "".join(pieces) + line[kept:] if pieces else line
 
 
 def prose_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
@@ -89,10 +99,13 @@ def links(text: str, first_line: int) -> Iterator[Link]:
             for match in _LINK.finditer(prose):
                 yield _link(number, prose, match, 0)
         return
-    # No code anywhere: search the text directly instead of line by line.
+    # No code anywhere: search the text directly instead of line by line, counting lines from
+    # the previous link on (counting from the top each time is quadratic).
+    number, counted = 1, 0
     for match in _LINK.finditer(text):
         start = match.start()
-        number = text.count("\n", 0, start) + 1
+        number += text.count("\n", counted, start)
+        counted = start
         if number >= first_line:
             yield _link(number, text, match, text.rfind("\n", 0, start) + 1)
 
@@ -109,11 +122,14 @@ class _Targets:
     def resolves(self, target: str) -> bool:
         if "/" in target:
             if self._folded_paths is None:
-                self._folded_paths = {engine.fold_name(path) for path in self.inner}
+                # Every folded path and each of its `/`-separated tails: a path link is then one
+                # set lookup instead of a pass over the vault.
+                self._folded_paths = set()
+                for path in self.inner:
+                    parts = engine.fold_name(path).split("/")
+                    self._folded_paths.update("/".join(parts[i:]) for i in range(len(parts)))
             key = engine.fold_name(target.strip("/"))
-            keys = (key, key + ".md")
-            suffixes = tuple("/" + k for k in keys)
-            return any(path in keys or path.endswith(suffixes) for path in self._folded_paths)
+            return key in self._folded_paths or key + ".md" in self._folded_paths
         if target in self.names or target + ".md" in self.names:
             return True  # The common case: the link spells the file name exactly.
         if self._folded_names is None:
@@ -134,22 +150,32 @@ def _target(inner: str) -> str:
     return target.split("#", 1)[0].strip()
 
 
-def check(ctx: Context) -> Iterator[Finding]:
+def check(ctx: Context) -> Iterator[Yielded]:
     targets: Optional[_Targets] = None
     for document in [*ctx.scan.pages, *ctx.scan.daily]:
         if document.text is None or "[[" not in document.text:
             continue
         meta = document.meta
         first = meta.body_start if meta is not None and meta.close_line else 1
+        verdicts: dict[str, bool] = {}  # a page may link 200,000 times to one target
+        broken = []
         for link in links(document.text, first):
             target = _target(link.inner)
             if not target:
                 continue  # `[[#heading]]` points into the same page.
             if targets is None:
                 targets = _Targets(ctx.vault_paths())
-            if not targets.resolves(target):
-                yield ctx.finding("EV050", document.path, link.line, link.col,
-                                  _message(ctx, link.text, target, link.embed))
+            if target not in verdicts:
+                verdicts[target] = targets.resolves(target)
+            if not verdicts[target]:
+                broken.append((link, target))
+        yield from limited(broken, functools.partial(_finding, ctx, document.path))
+
+
+def _finding(ctx: Context, path: str, broken: tuple[Link, str]) -> Finding:
+    link, target = broken
+    return ctx.finding("EV050", path, link.line, link.col,
+                       _message(ctx, link.text, target, link.embed))
 
 
 def _message(ctx: Context, link: str, target: str, embed: bool) -> str:
