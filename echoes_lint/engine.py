@@ -2461,6 +2461,22 @@ def sweep_temporaries(directory: Path, name: Optional[str] = None) -> None:
                 os.unlink(entry.path)
 
 
+def sweep_stale_temporaries(workspace: Path) -> None:
+    """Delete what a writer killed before recording its change left: temporary files beside the
+    files writers replace. Daily entries of a killed writer can only be in the newest date
+    folders, since every later writer sweeps first."""
+    folders = [workspace / RUNTIME_DIR, workspace / VAULT_DIR, workspace / VAULT_DIR / "pages"]
+    daily = workspace / VAULT_DIR / "daily"
+    with contextlib.suppress(OSError):
+        if not daily.is_symlink():
+            dates = sorted(entry.name for entry in os.scandir(daily)
+                           if entry.is_dir(follow_symlinks=False))
+            folders.extend(daily / name for name in dates[-2:])
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            sweep_temporaries(folder)
+
+
 def _hostname() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 
@@ -2970,9 +2986,6 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
     """Finish the change set a killed or failed command left in the intent file, after
     `check_intent` found it safe. A file already holding its new content is kept; a regenerated
     file (index, state) changed since by another writer is left alone and reported."""
-    runtime_dir = workspace / RUNTIME_DIR
-    if runtime_dir.is_dir() and not runtime_dir.is_symlink():
-        sweep_temporaries(runtime_dir)
     data = read_intent_file(workspace)
     if data is None:
         return None
@@ -3250,6 +3263,7 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
     gate = require_installable if install else require_vault
     gate(ctx.workspace)
     with VaultLock(ctx.workspace):
+        sweep_stale_temporaries(ctx.workspace)
         if discard:
             ctx.discarded = discard_intent(ctx.workspace)
         elif recover:

@@ -67,12 +67,16 @@ def refused(completed: subprocess.CompletedProcess[str]) -> str:
     return message
 
 
-def snapshot(root: Path) -> Dict[str, Optional[bytes]]:
-    """Every file (bytes) and folder (None) below root, .git excluded; symlinks by target."""
+def snapshot(root: Path, temporaries: bool = True) -> Dict[str, Optional[bytes]]:
+    """Every file (bytes) and folder (None) below root, .git excluded; symlinks by target.
+    `temporaries=False` leaves out the temporary files a killed writer left (any writer sweeps
+    them)."""
     found: Dict[str, Optional[bytes]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if ".git" in dirnames:
             dirnames.remove(".git")
+        if not temporaries:
+            filenames = [name for name in filenames if not name.endswith(".echoes-tmp")]
         for name in dirnames + filenames:
             path = Path(dirpath, name)
             relative = path.relative_to(root).as_posix()
