@@ -2975,7 +2975,10 @@ def check_intent(workspace: Path, data: bytes) -> Intent:
             raise intent_refusal(f"it installs a {RUNTIME_PATH} that is not this engine")
         if kind in _REGENERATED_KINDS:
             continue
-        current = digest(current_bytes(workspace, write.path))
+        try:
+            current = digest(current_bytes(workspace, write.path))
+        except VaultError as exc:
+            raise intent_refusal(str(exc).rstrip(".")) from exc
         if current not in (write.before, digest(wanted)):
             raise intent_refusal(f"{write.path} changed since (it holds neither its content "
                                  "before nor after the interrupted change)")
@@ -3011,7 +3014,8 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
     except OSError as exc:
         raise VaultError(f"Cannot complete the interrupted `{intent.operation}` "
                          f"({exc.strerror or exc}); it stays recorded in {INTENT_PATH}. Fix the "
-                         f"cause and run: {COMPLETE_COMMAND}") from exc
+                         f"cause and run: {COMPLETE_COMMAND}; or, to give it up, run: "
+                         f"{DISCARD_COMMAND}") from exc
     return {"operation": intent.operation, "files": [write.path for write in intent.writes],
             "rewritten": rewritten, "superseded": superseded, "request": intent.request}
 

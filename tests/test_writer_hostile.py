@@ -1,0 +1,313 @@
+"""Writers facing a hostile repository or a moving vault: a committed or foreign intent file is
+never applied, `hydrate` never completes a change, payloads are strict, locks never wedge, and
+errors stay short."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+from conftest import ROOT, git, init_repo, run_cli
+from helpers_writer import (
+    INTENT,
+    LOCK,
+    PAGES,
+    RUNTIME,
+    cli,
+    daily_entries,
+    init_vault,
+    ok,
+    page,
+    page_hash,
+    refused,
+    runtime,
+    snapshot,
+)
+
+from echoes_lint import engine
+
+HOSTILE_CONFIG = "[core]\n\tfsmonitor = touch pwned-by-fsmonitor\n"
+HOSTILE_HOOK = "#!/bin/sh\ntouch pwned-by-hook\n"
+# Every writer, with a payload it accepts.
+WRITERS: List[Tuple[Tuple[str, ...], Any]] = [
+    (("hydrate",), None),
+    (("upsert", "--payload", "-"), {"filename": "new.md", "content": page()}),
+    (("append", "--payload", "-"), {"entry": "- a note"}),
+    (("end", "--confirm-explicit-user-end", "--payload", "-"), {"dailySummary": "- done"}),
+    (("start",), None),
+    (("init",), None),
+    (("rebuild-index",), None),
+    (("configure-agents",), None),
+]
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def hostile_intent(version: int, head: str, config: bytes) -> str:
+    """An intent as the engine would write it, but whose writes rewrite Git's own files."""
+    return json.dumps({
+        "version": version, "engineVersion": engine.ENGINE_VERSION, "operation": "end",
+        "head": head, "request": None, "directories": [],
+        "writes": [{"path": ".git/config", "content": HOSTILE_CONFIG, "before": sha256(config)},
+                   {"path": ".git/hooks/post-commit", "content": HOSTILE_HOOK, "before": None},
+                   {"path": "EchoesVault/pages/ok.md", "content": page(), "before": None}]})
+
+
+def hostile_clone(tmp_path: Path, version: int) -> Path:
+    """A fresh `git clone` of a repository that commits a hostile `.echoes-vault/intent.json`.
+    The intent names the pre-image hash of the clone's `.git/config` (predictable: a probe clone
+    of the same URL has the same file) and the commit the intent was added on top of."""
+    source = init_repo(tmp_path / "source")
+    init_vault(source)
+    git(source, "add", "-A")
+    git(source, "commit", "-q", "-m", "vault")
+    git(source, "clone", "-q", str(source), str(tmp_path / "probe"))
+    config = (tmp_path / "probe" / ".git" / "config").read_bytes()
+    head = git(source, "rev-parse", "HEAD").strip()
+    (source / INTENT).write_text(hostile_intent(version, head, config))
+    git(source, "add", "-f", str(INTENT))
+    git(source, "commit", "-q", "-m", "an innocent-looking change")
+    victim = tmp_path / "victim"
+    git(tmp_path, "clone", "-q", str(source), str(victim))
+    assert (victim / ".git" / "config").read_bytes() == config
+    return victim
+
+
+def assert_unharmed(repo: Path, config: bytes) -> None:
+    assert (repo / ".git" / "config").read_bytes() == config
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert not (repo / PAGES / "ok.md").exists()
+    assert not list(repo.glob("pwned*"))
+
+
+@pytest.mark.parametrize("version", [1, engine.INTENT_VERSION])
+def test_a_committed_intent_is_never_applied_by_any_writer(tmp_path: Path, version: int) -> None:
+    victim = hostile_clone(tmp_path, version)
+    config = (victim / ".git" / "config").read_bytes()
+    for command, payload in WRITERS:
+        result = cli(victim, *command, payload=payload)
+        assert_unharmed(victim, config)
+        if command == ("hydrate",):
+            pending = ok(result)["interruptedWrite"]
+            assert pending["operation"] is None and "tracked by Git" in pending["problem"]
+            continue
+        message = refused(result)
+        assert "tracked by Git" in message or f"intent version {version}" in message, message
+        assert "was not applied" in message and message.endswith(engine.DISCARD_COMMAND)
+    # The Git hook that runs after a checkout reaches the same code: it must not apply it either.
+    hook = subprocess.run(["sh", str(ROOT / "hooks" / "post-checkout"), "0", "0", "1"],
+                          cwd=victim, capture_output=True, text=True, check=False)
+    assert hook.returncode == 0, hook.stderr
+    assert_unharmed(victim, config)
+    # The linter flags the committed intent as local state that must never be committed.
+    lint = run_cli("check", cwd=victim)
+    assert f"{INTENT}:1:1: EV021" in lint.stdout, lint.stdout
+
+
+def test_an_untracked_intent_naming_other_files_is_refused(git_repo: Path) -> None:
+    init_vault(git_repo)
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "vault")
+    config = (git_repo / ".git" / "config").read_bytes()
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    (git_repo / INTENT).write_text(hostile_intent(engine.INTENT_VERSION, head, config))
+    message = refused(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert "it writes .git/config, which `end` never writes" in message
+    assert_unharmed(git_repo, config)
+    # The command the error names discards the intent; then writers work again.
+    ok(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
+    assert not (git_repo / INTENT).exists()
+    ok(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert_unharmed(git_repo, config)
+
+
+def killed_end(repo: Path, step: str) -> None:
+    """An `end` that creates `tokens.md` and replaces `auth.md`, SIGKILLed at `step`."""
+    ok(cli(repo, "upsert", "--payload", "-",
+           payload={"filename": "auth.md", "content": page("Auth, first edition.")}))
+    payload = {"dailySummary": "- Saved.", "pages": [
+        {"filename": "auth.md", "content": page("Auth, second edition."),
+         "expectedSha256": page_hash(repo, "auth.md")},
+        {"filename": "tokens.md", "content": page("Token rules.")}]}
+    crashed = runtime(repo, "end", "--confirm-explicit-user-end", "--payload", "-",
+                      payload=payload, env={engine.CRASH_ENV: step})
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+
+
+def test_an_intent_recorded_on_one_branch_is_not_applied_on_another(git_repo: Path) -> None:
+    init_vault(git_repo)
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "vault")
+    killed_end(git_repo, "end:intent")
+    git(git_repo, "checkout", "-q", "-b", "other")
+    (git_repo / "other.txt").write_text("other branch\n")
+    git(git_repo, "add", "other.txt")
+    git(git_repo, "commit", "-q", "-m", "other")
+    message = refused(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert "HEAD moved" in message and message.endswith(engine.DISCARD_COMMAND)
+    assert not (git_repo / PAGES / "tokens.md").exists()
+    assert daily_entries(git_repo) == {}
+    # Back where it was recorded, the next writer completes it.
+    git(git_repo, "checkout", "-q", "main")
+    result = ok(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert result["recovered"]["operation"] == "end"
+    assert (git_repo / PAGES / "tokens.md").read_text() == page("Token rules.")
+
+
+def test_hydrate_reports_an_interrupted_change_and_never_completes_it(git_repo: Path) -> None:
+    init_vault(git_repo)
+    killed_end(git_repo, "end:intent")
+    first_edition = (git_repo / PAGES / "auth.md").read_bytes()
+    result = ok(runtime(git_repo, "hydrate"))
+    pending = result["interruptedWrite"]
+    assert pending == {"intent": str(INTENT), "operation": "end", "problem": None,
+                       "complete": engine.COMPLETE_COMMAND, "discard": engine.DISCARD_COMMAND}
+    assert "recovered" not in result
+    # Durable knowledge is untouched (spec 12.5.1); the intent stays for a writer to complete.
+    assert (git_repo / PAGES / "auth.md").read_bytes() == first_edition
+    assert not (git_repo / PAGES / "tokens.md").exists() and daily_entries(git_repo) == {}
+    assert (git_repo / INTENT).exists() and not (git_repo / LOCK).exists()
+    assert ok(runtime(git_repo, "rebuild-index"))["recovered"]["operation"] == "end"
+    assert (git_repo / PAGES / "tokens.md").exists() and len(daily_entries(git_repo)) == 1
+
+
+def test_an_intent_that_cannot_be_completed_names_the_discard_command(git_repo: Path) -> None:
+    init_vault(git_repo)
+    killed_end(git_repo, "end:intent")
+    (git_repo / PAGES / "tokens.md").mkdir()  # the new page's path is now a folder
+    for _attempt in range(2):  # it does not go away by itself, and says so each time
+        message = refused(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+        assert str(INTENT) in message and message.endswith(engine.DISCARD_COMMAND)
+    (git_repo / PAGES / "tokens.md").rmdir()
+    discarded = ok(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
+    assert discarded["discardedInterruptedWrite"]["operation"] == "end"
+    ok(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert not (git_repo / PAGES / "tokens.md").exists()
+
+
+# --- the vault moving under a writer ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced"])
+def test_a_vault_removed_while_a_writer_runs_is_not_recreated(git_repo: Path,
+                                                             change: str) -> None:
+    init_vault(git_repo)
+    vault = git_repo / "EchoesVault"
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-S", RUNTIME, "--workspace", ".", "upsert", "--payload", "-"],
+        cwd=git_repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, engine.STOP_ENV: "upsert:commit"})
+    assert process.stdin is not None
+    process.stdin.write(json.dumps({"filename": "new.md", "content": page()}).encode())
+    process.stdin.close()
+    # The writer stops itself after planning, just before it commits.
+    _pid, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the writer finished without stopping"
+    shutil.rmtree(vault)
+    if change == "replaced":
+        vault.mkdir()
+    process.send_signal(signal.SIGCONT)
+    assert process.wait(timeout=60) == 2
+    assert process.stdout is not None and process.stderr is not None
+    errors = process.stderr.read().decode()
+    process.stdout.close()
+    process.stderr.close()
+    assert "was removed, replaced" in json.loads(errors)["error"]
+    assert (not vault.exists()) if change == "deleted" else list(vault.iterdir()) == []
+    assert not (git_repo / LOCK).exists() and not (git_repo / INTENT).exists()
+
+
+def test_error_messages_stay_short_whatever_they_quote(git_repo: Path) -> None:
+    init_vault(git_repo)
+    ok(cli(git_repo, "upsert", "--payload", "-", payload={"filename": "a.md", "content": page()}))
+    huge = "f" * 400_000
+    for payload in ({"filename": "a.md", "content": page("Other."), "expectedSha256": huge},
+                    {"filename": huge + "\n.md", "content": page()},
+                    {"filename": "b.md", "content": page(), huge: 1}):
+        message = refused(cli(git_repo, "upsert", "--payload", "-", payload=payload))
+        assert len(message) <= engine.MAX_ERROR_CHARS + 100, len(message)
+
+
+# --- payloads --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("command", "payload", "unknown", "accepted"), [
+    (("end", "--confirm-explicit-user-end"),
+     {"dailySummary": "- x", "page": [{"filename": "a.md", "content": page()}]}, "`page`",
+     engine.END_KEYS),
+    (("end", "--confirm-explicit-user-end"),
+     {"dailySummary": "- x", "pages": [{"filename": "a.md", "content": page(), "hash": "0"}]},
+     "`hash`", engine.END_PAGE_KEYS),
+    (("upsert",), {"filename": "a.md", "content": page(), "expectedSha": "0"}, "`expectedSha`",
+     engine.UPSERT_KEYS),
+    (("append",), {"entry": "- x", "agnet": "codex"}, "`agnet`", engine.APPEND_KEYS),
+])
+def test_an_unknown_payload_key_is_refused_with_the_accepted_keys(
+        git_repo: Path, command: Tuple[str, ...], payload: Dict[str, Any], unknown: str,
+        accepted: Tuple[str, ...]) -> None:
+    init_vault(git_repo)
+    before = snapshot(git_repo)
+    message = refused(cli(git_repo, *command, "--payload", "-", payload=payload))
+    assert f"unknown key {unknown}" in message and "Nothing was written" in message
+    assert ", ".join(f"`{key}`" for key in accepted) in message
+    assert snapshot(git_repo) == before
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ('{"entry": "\\ud800 lone"}', "lone surrogate \\ud800"),
+    ('{"agent": "\\udfff", "entry": "x"}', "lone surrogate \\udfff"),
+    ('{"entry": ' + "[" * 200_000 + "]" * 200_000 + "}", "nested too deeply"),
+])
+def test_surrogates_and_deep_nesting_get_a_validation_message(git_repo: Path, raw: str,
+                                                             expected: str) -> None:
+    init_vault(git_repo)
+    before = snapshot(git_repo)
+    message = refused(cli(git_repo, "append", "--payload", "-", payload=raw))
+    assert expected in message and "Internal error" not in message
+    assert snapshot(git_repo) == before
+
+
+def test_an_endless_payload_is_refused_without_being_read_whole(git_repo: Path) -> None:
+    init_vault(git_repo)
+    with open(os.devnull.replace("null", "zero"), "rb") as endless:
+        completed = subprocess.run(
+            [sys.executable, "-m", "echoes_lint", "--workspace", str(git_repo), "append",
+             "--payload", "-"], stdin=endless, capture_output=True, check=False, timeout=120)
+    assert completed.returncode == 2
+    assert "larger than 32 MiB" in json.loads(completed.stderr)["error"]
+    message = refused(cli(git_repo, "append", "--payload", "/dev/zero"))
+    assert "larger than 32 MiB" in message
+    assert daily_entries(git_repo) == {}
+
+
+# --- locks that no live writer holds ----------------------------------------------------------
+
+
+def test_a_lock_dated_in_the_future_is_taken_over_not_waited_on_forever(git_repo: Path) -> None:
+    init_vault(git_repo)
+    lock = git_repo / LOCK
+    lock.write_text("another-engine-token\n")
+    future = time.time() + 3600
+    os.utime(lock, (future, future))
+    ok(runtime(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert len(daily_entries(git_repo)) == 1 and not lock.exists()
+
+
+def test_a_lock_that_is_a_folder_is_refused_at_once_with_the_fix(git_repo: Path) -> None:
+    init_vault(git_repo)
+    (git_repo / LOCK).mkdir()
+    message = refused(runtime(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert "is a folder, not a lock file" in message
+    assert f"rmdir -- {LOCK}" in message and "Nothing was changed" in message
+    assert (git_repo / LOCK).is_dir() and daily_entries(git_repo) == {}
