@@ -38,14 +38,25 @@ def cli(repo: Path, *args: str, payload: Optional[Any] = None,
 def runtime(repo: Path, *args: str, payload: Optional[Any] = None,
             env: Optional[Dict[str, str]] = None,
             python: Sequence[str] = (sys.executable, "-I", "-S"),
+            file_size_limit: Optional[int] = None,
             ) -> subprocess.CompletedProcess[str]:
     """The installed portable runtime, run from the repository. `-I -S` keeps every installed
-    package (echoes_lint included) out of reach: the runtime must need nothing but itself."""
+    package (echoes_lint included) out of reach: the runtime must need nothing but itself.
+    `file_size_limit` makes every write past that many bytes of a file fail (RLIMIT_FSIZE, with
+    SIGXFSZ ignored) as a full disk or a quota would."""
     stdin = None if payload is None else (payload if isinstance(payload, str)
                                           else json.dumps(payload))
+
+    def limit_file_size() -> None:
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+
     return subprocess.run([*python, RUNTIME, "--workspace", ".", *args], cwd=repo, input=stdin,
                           capture_output=True, text=True, encoding="utf-8", check=False,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})},
+                          preexec_fn=None if file_size_limit is None else limit_file_size)
 
 
 def ok(completed: subprocess.CompletedProcess[str]) -> Dict[str, Any]:
