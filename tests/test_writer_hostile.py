@@ -268,7 +268,8 @@ def test_an_unknown_payload_key_is_refused_with_the_accepted_keys(
     ('{"entry": "\\ud800 lone"}', "lone surrogate \\ud800"),
     ('{"agent": "\\udfff", "entry": "x"}', "lone surrogate \\udfff"),
     ('{"entry": ' + "[" * 200_000 + "]" * 200_000 + "}", "nested too deeply"),
-])
+], ids=["lone-surrogate", "lone-surrogate-in-agent", "deep-nesting"])  # short ids: pytest puts
+# the test id in PYTEST_CURRENT_TEST, and an environment string over 128 KiB cannot be exec'd
 def test_surrogates_and_deep_nesting_get_a_validation_message(git_repo: Path, raw: str,
                                                              expected: str) -> None:
     init_vault(git_repo)
