@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +127,32 @@ def engine_copy(version: str, banner: Optional[str] = None) -> str:
         assert source.count(entry) == 1
         source = source.replace(entry, entry + f"    sys.stderr.write({banner!r} + '\\n')\n")
     return source
+
+
+def stopped_runtime(repo: Path, *args: str, payload: Any, step: str,
+                    ) -> subprocess.Popen[bytes]:
+    """The runtime started with `payload` on stdin, once it has stopped itself (SIGSTOP) at the
+    crash point `step`: the caller changes the vault, then calls `resumed`."""
+    process = subprocess.Popen([sys.executable, "-I", "-S", RUNTIME, "--workspace", ".", *args],
+                               cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE,
+                               env={**os.environ, engine.STOP_ENV: step})
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(payload).encode("utf-8"))
+    process.stdin.close()
+    _pid, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the runtime finished without stopping at {step}"
+    return process
+
+
+def resumed(process: subprocess.Popen[bytes]) -> str:
+    """Continue a stopped runtime that must then fail; returns its error message."""
+    process.send_signal(signal.SIGCONT)
+    assert process.wait(timeout=60) == 2
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read() == b""
+    errors = process.stderr.read().decode("utf-8")
+    process.stdout.close()
+    process.stderr.close()
+    message: str = json.loads(errors)["error"]
+    return message

@@ -24,8 +24,10 @@ from helpers_writer import (
     page,
     page_hash,
     refused,
+    resumed,
     runtime,
     snapshot,
+    stopped_runtime,
 )
 
 from echoes_lint import engine
@@ -156,3 +158,20 @@ def test_ev035_flags_a_page_name_no_engine_can_update(git_repo: Path) -> None:
     result = lint(git_repo)
     assert parsed(result.stdout) == [(f"{PAGES}/{long_name}", 1, 1, "EV035")], result.stdout
     assert "is 243 bytes" in result.stdout and "at most 234 bytes" in result.stdout
+
+
+def test_a_failure_after_the_change_was_recorded_says_it_will_be_completed(
+        git_repo: Path) -> None:
+    init_vault(git_repo)
+    ok(cli(git_repo, "upsert", "--payload", "-",
+           payload={"filename": "auth.md", "content": page("Auth, first edition.")}))
+    process = stopped_runtime(git_repo, "end", "--confirm-explicit-user-end", "--payload", "-",
+                              payload=end_payload(git_repo), step="end:intent")
+    # The intent is in place; the second file's rename will now fail (a folder took its path).
+    (git_repo / PAGES / "tokens.md").mkdir()
+    message = resumed(process)
+    assert f"after the change was recorded in {INTENT}, with 1 of 5 files written" in message
+    assert engine.COMPLETE_COMMAND in message and "Do not send this payload again" in message
+    (git_repo / PAGES / "tokens.md").rmdir()
+    assert ok(runtime(git_repo, "rebuild-index"))["recovered"]["operation"] == "end"
+    assert completed("end", git_repo)

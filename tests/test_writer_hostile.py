@@ -21,7 +21,6 @@ from helpers_writer import (
     INTENT,
     LOCK,
     PAGES,
-    RUNTIME,
     cli,
     daily_entries,
     init_vault,
@@ -29,8 +28,10 @@ from helpers_writer import (
     page,
     page_hash,
     refused,
+    resumed,
     runtime,
     snapshot,
+    stopped_runtime,
 )
 
 from echoes_lint import engine
@@ -204,26 +205,14 @@ def test_a_vault_removed_while_a_writer_runs_is_not_recreated(git_repo: Path,
                                                              change: str) -> None:
     init_vault(git_repo)
     vault = git_repo / "EchoesVault"
-    process = subprocess.Popen(
-        [sys.executable, "-I", "-S", RUNTIME, "--workspace", ".", "upsert", "--payload", "-"],
-        cwd=git_repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, engine.STOP_ENV: "upsert:commit"})
-    assert process.stdin is not None
-    process.stdin.write(json.dumps({"filename": "new.md", "content": page()}).encode())
-    process.stdin.close()
     # The writer stops itself after planning, just before it commits.
-    _pid, status = os.waitpid(process.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the writer finished without stopping"
+    process = stopped_runtime(git_repo, "upsert", "--payload", "-",
+                              payload={"filename": "new.md", "content": page()},
+                              step="upsert:commit")
     shutil.rmtree(vault)
     if change == "replaced":
         vault.mkdir()
-    process.send_signal(signal.SIGCONT)
-    assert process.wait(timeout=60) == 2
-    assert process.stdout is not None and process.stderr is not None
-    errors = process.stderr.read().decode()
-    process.stdout.close()
-    process.stderr.close()
-    assert "was removed, replaced" in json.loads(errors)["error"]
+    assert "was removed, replaced" in resumed(process)
     assert (not vault.exists()) if change == "deleted" else list(vault.iterdir()) == []
     assert not (git_repo / LOCK).exists() and not (git_repo / INTENT).exists()
 
