@@ -5,6 +5,7 @@ errors stay short."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -33,6 +34,8 @@ from helpers_writer import (
     snapshot,
     stopped_runtime,
 )
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from echoes_lint import engine
 
@@ -301,3 +304,59 @@ def test_a_lock_that_is_a_folder_is_refused_at_once_with_the_fix(git_repo: Path)
     assert "is a folder, not a lock file" in message
     assert f"rmdir -- {LOCK}" in message and "Nothing was changed" in message
     assert (git_repo / LOCK).is_dir() and daily_entries(git_repo) == {}
+
+
+# --- fuzzed payloads -------------------------------------------------------------------------
+
+# Text with lone surrogates, which JSON escapes (`\\ud800`) but UTF-8 cannot hold, and with
+# the characters page and entry rules care about.
+_TEXT = st.builds(lambda text, tail: text + tail,
+                  st.text(st.characters() | st.sampled_from("\n\r\0-=:/."), max_size=12),
+                  st.sampled_from(["", "", "\ud800", "\udfff"]))  # strategies drop Cs
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXT,
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(_TEXT, children, max_size=4),
+    max_leaves=12)
+_PAGE = st.fixed_dictionaries({}, optional={
+    "filename": _TEXT.map(lambda text: text + ".md"), "content": _TEXT | st.just(page()),
+    "expectedSha256": _TEXT, "indexDescription": _TEXT, "agent": _TEXT})
+_SHAPED = st.fixed_dictionaries({}, optional={
+    "entry": _TEXT, "agent": _TEXT, "dailySummary": _TEXT, "pages": st.lists(_PAGE, max_size=2)
+    | _JSON, "indexUpdates": _JSON, "page": _JSON}).flatmap(
+        lambda shaped: _PAGE.map(lambda item: {**item, **shaped}))
+_PAYLOADS = st.binary(max_size=300) | (_JSON | _SHAPED).map(
+    lambda value: json.dumps(value).encode("ascii"))
+
+
+@pytest.fixture(scope="module")
+def fuzzed_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = init_repo(tmp_path_factory.mktemp("fuzz") / "repo")
+    init_vault(repo)
+    return repo
+
+
+@settings(max_examples=100, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(["append", "upsert", "end"]), payload=_PAYLOADS)
+@example(command="append", payload=b'{"entry": "x\\ud800"}')
+@example(command="end", payload=b'{"dailySummary": "\\udfff"}')
+@example(command="upsert", payload=b'{"filename": "a.md", "content": ' + b"[" * 100_000 + b"}")
+def test_any_payload_gets_a_result_or_one_protocol_error(fuzzed_vault: Path, command: str,
+                                                         payload: bytes) -> None:
+    """Random bytes and random JSON as the payload of every writer, run in process: success, or
+    exit 2 with one JSON error line; never an internal error, never a lock left behind."""
+    args = ["--workspace", str(fuzzed_vault), command, "--payload", "-"]
+    if command == "end":
+        args.append("--confirm-explicit-user-end")
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    code = engine.run(args, io.BytesIO(payload), stdout, stderr)
+    assert not (fuzzed_vault / LOCK).exists() and not (fuzzed_vault / INTENT).exists()
+    if code == 0:
+        assert json.loads(stdout.getvalue())["ok"] is True
+        return
+    assert code == 2 and stdout.getvalue() == b""
+    [line] = stderr.getvalue().decode("utf-8").splitlines()
+    error = json.loads(line)["error"]
+    assert not error.startswith("Internal error"), error
+    assert len(error) <= engine.MAX_ERROR_CHARS + 100
