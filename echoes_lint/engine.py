@@ -2987,8 +2987,9 @@ def check_intent(workspace: Path, data: bytes) -> Intent:
 
 def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
     """Finish the change set a killed or failed command left in the intent file, after
-    `check_intent` found it safe. A file already holding its new content is kept; a regenerated
-    file (index, state) changed since by another writer is left alone and reported."""
+    `check_intent` found it safe. A file already holding its new content is kept; an index
+    changed since by another writer is rebuilt from the pages, a changed state is left alone and
+    reported (every writer refreshes it)."""
     data = read_intent_file(workspace)
     if data is None:
         return None
@@ -3010,6 +3011,14 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
                 continue
             replace_file(workspace, write.path, wanted, f"recover:{number}")
             rewritten.append(write.path)
+        index = f"{VAULT_DIR}/{INDEX_FILE}"
+        if index in superseded:  # rewritten meanwhile (`hydrate`): rebuild it from the pages
+            with contextlib.suppress(VaultError):
+                rendered = build_index(prospective_pages(read_pages(workspace), {}))
+                superseded.remove(index)
+                if current_bytes(workspace, index) != rendered.encode("utf-8"):
+                    replace_file(workspace, index, rendered.encode("utf-8"), "recover:index")
+                    rewritten.append(index)
         remove_file(workspace, INTENT_PATH)
     except OSError as exc:
         raise VaultError(f"Cannot complete the interrupted `{intent.operation}` "

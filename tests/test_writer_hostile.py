@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import ROOT, git, init_repo, run_cli
+from conftest import ROOT, git, init_repo, run_cli, write_page
 from helpers_writer import (
     INTENT,
     LOCK,
@@ -173,7 +173,8 @@ def test_hydrate_reports_an_interrupted_change_and_never_completes_it(git_repo: 
     init_vault(git_repo)
     killed_end(git_repo, "end:intent")
     first_edition = (git_repo / PAGES / "auth.md").read_bytes()
-    result = ok(runtime(git_repo, "hydrate"))
+    write_page(git_repo, "other.md", summary="Added by hand.")  # so the index `hydrate` writes
+    result = ok(runtime(git_repo, "hydrate"))                    # is not the one recorded
     pending = result["interruptedWrite"]
     assert pending == {"intent": str(INTENT), "operation": "end", "problem": None,
                        "complete": engine.COMPLETE_COMMAND, "discard": engine.DISCARD_COMMAND}
@@ -182,8 +183,13 @@ def test_hydrate_reports_an_interrupted_change_and_never_completes_it(git_repo: 
     assert (git_repo / PAGES / "auth.md").read_bytes() == first_edition
     assert not (git_repo / PAGES / "tokens.md").exists() and daily_entries(git_repo) == {}
     assert (git_repo / INTENT).exists() and not (git_repo / LOCK).exists()
-    assert ok(runtime(git_repo, "rebuild-index"))["recovered"]["operation"] == "end"
-    assert (git_repo / PAGES / "tokens.md").exists() and len(daily_entries(git_repo)) == 1
+    # The next writer completes it, and the index `hydrate` rebuilt meanwhile is rebuilt again.
+    result = ok(runtime(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
+    assert result["recovered"]["operation"] == "end"
+    assert (git_repo / PAGES / "tokens.md").exists() and len(daily_entries(git_repo)) == 2
+    assert (git_repo / "EchoesVault" / "index.md").read_text().endswith(
+        "- [[auth]]: Auth, second edition.\n- [[other]]: Added by hand.\n"
+        "- [[tokens]]: Token rules.\n")
 
 
 def test_an_intent_that_cannot_be_completed_names_the_discard_command(git_repo: Path) -> None:
