@@ -2929,6 +2929,11 @@ def parse_intent(data: bytes) -> Intent:
                                                    and _SHA256.fullmatch(item["before"]))):
             raise ValueError("a write in it is not a path, content and pre-image hash")
         path = item["path"]
+        try:
+            item["content"].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"the content it writes to {bounded(path, 80)} is not Unicode text"
+                             ) from exc
         if intent_target_kind(path) not in INTENT_TARGETS[operation]:
             raise ValueError(f"it writes {bounded(path, 80)}, which `{operation}` never writes")
         if any(path == write.path for write in planned):

@@ -366,3 +366,48 @@ def test_any_payload_gets_a_result_or_one_protocol_error(fuzzed_vault: Path, com
     error = json.loads(line)["error"]
     assert not error.startswith("Internal error"), error
     assert len(error) <= engine.MAX_ERROR_CHARS + 100
+
+
+_PATHS = st.sampled_from([
+    ".git/config", ".git/hooks/post-commit", "../outside", "/etc/passwd", "EchoesVault/../x",
+    "EchoesVault/pages/a.md", "EchoesVault/pages/sub/a.md", "EchoesVault/pages/.a.md",
+    "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/echoes_vault.py",
+    "EchoesVault/daily/2026-01-01/20260101T000000000000Z-scratchpad-0123abcd.md",
+    "EchoesVault/daily/x.md", "AGENTS.md", ".echoes-vault/intent.json"]) | _TEXT
+_INTENTS = st.fixed_dictionaries({
+    "version": st.sampled_from([engine.INTENT_VERSION, 1, "2", None]),
+    "operation": st.sampled_from(sorted(engine.INTENT_TARGETS)) | _TEXT,
+    "head": st.none() | _TEXT,
+    "request": st.none() | _TEXT,
+    "directories": st.lists(st.sampled_from(["EchoesVault/pages", ".git", "x"]), max_size=2),
+    "writes": st.lists(st.fixed_dictionaries({
+        "path": _PATHS, "content": _TEXT | st.just(page()),
+        "before": st.none() | st.just("0" * 64) | _TEXT}), max_size=3)})
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(intent=_INTENTS | _JSON)
+def test_any_intent_file_is_completed_safely_or_refused(fuzzed_vault: Path, intent: Any) -> None:
+    """Whatever `.echoes-vault/intent.json` holds, a writer completes it only inside the vault
+    (pages, daily entries, index, state) or refuses it with the discard command."""
+    git_dir = fuzzed_vault / ".git"
+    config = (git_dir / "config").read_bytes()
+    pages = set((fuzzed_vault / PAGES).iterdir())
+    (fuzzed_vault / INTENT).write_bytes(json.dumps(intent).encode("ascii"))
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    code = engine.run(["--workspace", str(fuzzed_vault), "rebuild-index"], io.BytesIO(),
+                      stdout, stderr)
+    assert (git_dir / "config").read_bytes() == config
+    assert not (git_dir / "hooks" / "post-commit").exists()
+    assert not (fuzzed_vault.parent / "outside").exists() and not (fuzzed_vault / "x").exists()
+    for created in set((fuzzed_vault / PAGES).iterdir()) - pages:  # keep the next example's
+        created.unlink()                                              # vault valid
+    if code == 0:
+        assert not (fuzzed_vault / INTENT).exists()
+        return
+    error = json.loads(stderr.getvalue())["error"]
+    assert code == 2 and error.endswith(engine.DISCARD_COMMAND), error
+    ok_code = engine.run(["--workspace", str(fuzzed_vault), *engine.DISCARD_COMMAND.split()[4:]],
+                         io.BytesIO(), io.BytesIO(), io.BytesIO())
+    assert ok_code == 0 and not (fuzzed_vault / INTENT).exists()
