@@ -3800,6 +3800,8 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         message = str(exc)
         if ctx is not None and ctx.recovered:
             message += " " + recovery_note(ctx.recovered)
+        if ctx is not None and ctx.discarded:
+            message += f" The interrupted write in {INTENT_PATH} was discarded first."
         _emit(stderr, json.dumps({"ok": False, "error": bounded_message(message)},
                                  ensure_ascii=False) + "\n")
         return 2

@@ -200,10 +200,29 @@ def test_an_intent_that_cannot_be_completed_names_the_discard_command(git_repo: 
         message = refused(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
         assert str(INTENT) in message and message.endswith(engine.DISCARD_COMMAND)
     (git_repo / PAGES / "tokens.md").rmdir()
-    discarded = ok(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
-    assert discarded["discardedInterruptedWrite"]["operation"] == "end"
+    # A discard that is followed by a failure says that it happened.
+    (git_repo / PAGES / "broken.md").write_text("no frontmatter\n")
+    message = refused(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
+    assert message.endswith(f"The interrupted write in {INTENT} was discarded first.")
+    assert not (git_repo / INTENT).exists()
+    (git_repo / PAGES / "broken.md").unlink()
     ok(cli(git_repo, "append", "--payload", "-", payload={"entry": "x"}))
     assert not (git_repo / PAGES / "tokens.md").exists()
+
+
+def test_the_discard_command_reports_what_it_discarded(git_repo: Path) -> None:
+    init_vault(git_repo)
+    killed_end(git_repo, "end:intent")
+    first_edition = (git_repo / PAGES / "auth.md").read_bytes()
+    discarded = ok(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
+    report = discarded["discardedInterruptedWrite"]
+    assert report["operation"] == "end" and report["intent"] == str(INTENT)
+    assert report["files"][:2] == [f"{PAGES}/auth.md", f"{PAGES}/tokens.md"]
+    # Nothing of the change is applied, and its staged temporary files are gone.
+    assert (git_repo / PAGES / "auth.md").read_bytes() == first_edition
+    assert not (git_repo / PAGES / "tokens.md").exists() and daily_entries(git_repo) == {}
+    assert not [path for path in snapshot(git_repo) if path.endswith(".echoes-tmp")]
+    assert not (git_repo / INTENT).exists()
 
 
 # --- the vault moving under a writer ---------------------------------------------------------
