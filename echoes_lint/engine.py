@@ -95,6 +95,16 @@ RECENT_MAX = 10
 AGENT_NAME_LIMIT = 40
 # Larger Markdown files are reported, not read: a vault page is prose, not a data dump.
 MAX_TEXT_BYTES = 8 * 1024 * 1024
+# A payload is read with this bound, so an endless or huge input is refused, never held.
+MAX_PAYLOAD_BYTES = 4 * MAX_TEXT_BYTES
+# The keys each payload may carry (`end` pages take the `upsert` keys but `agent`).
+APPEND_KEYS = ("entry", "agent")
+UPSERT_KEYS = ("filename", "content", "expectedSha256", "indexDescription", "agent")
+END_KEYS = ("dailySummary", "pages", "agent", "indexUpdates")
+END_PAGE_KEYS = ("filename", "content", "expectedSha256", "indexDescription")
+# Error messages quote what they refuse, cut to a readable length.
+ERROR_VALUE_CHARS = 120
+MAX_ERROR_CHARS = 2000
 
 MARKER_VALUE: Dict[str, Any] = {
     "schemaVersion": MARKER_SCHEMA_VERSION,
@@ -152,6 +162,23 @@ READ_ONLY_COMMANDS = ("protocol", "inspect", "status", "search", "hash")
 
 class VaultError(Exception):
     """An expected, user-actionable failure: exit 2 with one JSON line on stderr."""
+
+
+def bounded(value: object, limit: int = ERROR_VALUE_CHARS) -> str:
+    """`value` as an error message quotes it: repr-escaped and cut to `limit` characters."""
+    text = value if isinstance(value, str) else repr(value)
+    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def bounded_message(message: str) -> str:
+    """A whole error message on one line of at most about MAX_ERROR_CHARS characters; the end,
+    which says what to do, is kept."""
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    tail = MAX_ERROR_CHARS // 4
+    return (f"{message[:MAX_ERROR_CHARS - tail]} … [{len(message) - MAX_ERROR_CHARS} characters "
+            f"omitted] … {message[-tail:]}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1537,7 +1564,8 @@ _CARD_LABELS = (
     ("adapterConfiguration", "adapter conflicts"),
     ("gitReadiness", "Git readiness issues"),
     ("outdatedRuntime", "outdated project runtime"),
-    ("interruptedWrites", "interrupted multi-file write (the next write or `hydrate` finishes it)"),
+    ("interruptedWrites", "interrupted multi-file write (the next writer or `rebuild-index` "
+                          "finishes it)"),
     ("strayPageEntries", "entries in pages/ that are not pages"),
 )
 
@@ -1605,6 +1633,10 @@ class Context:
         self.stdin = stdin
         # What a writing command's roll-forward of an interrupted change set did, if anything.
         self.recovered: Optional[Dict[str, Any]] = None
+        self.recovered_request: Optional[str] = None
+        # An interrupted change set `hydrate` left alone, or one discarded on request.
+        self.pending: Optional[Dict[str, Any]] = None
+        self.discarded: Optional[Dict[str, Any]] = None
 
     @property
     def vault(self) -> Path:
@@ -2249,6 +2281,8 @@ def recovery_note(recovered: Dict[str, Any]) -> str:
 
 LOCK_WAIT_SECONDS = 8.0
 LOCK_STALE_SECONDS = 60.0
+# A lock dated further ahead than this was not written by a live writer on this clock.
+LOCK_CLOCK_SKEW_SECONDS = 5.0
 LOCK_RETRY_SECONDS = 0.05
 # Serialises stale-lock takeovers between waiting writers (see VaultLock._take_over_stale).
 LOCK_GUARD_NAME = "lock.takeover"
@@ -2256,14 +2290,53 @@ LOCK_GUARD_STALE_SECONDS = 5.0
 TEMP_SUFFIX = ".echoes-tmp"
 _TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
 _LOCK_TOKEN = re.compile(r"^(\d+)-[0-9a-f]{16}@(.*)$")
-# Test hook: the crash-consistency tests set this variable to a step name such as `end:intent`
-# or `end:3:tmp` to SIGKILL the engine exactly there. Nothing else sets it; unset, it is inert.
+# Test hooks: the crash-consistency tests set CRASH_ENV to a step name such as `end:intent` or
+# `end:3:tmp` to SIGKILL the engine exactly there, and STOP_ENV to SIGSTOP it there (so a test can
+# change the vault under a running writer). Nothing else sets them; unset, they are inert.
 CRASH_ENV = "ECHOES_VAULT_TEST_CRASH_AT"
+STOP_ENV = "ECHOES_VAULT_TEST_STOP_AT"
+# A temporary file is named `.NAME.<8 hex>.echoes-tmp`: this many bytes longer than NAME.
+TEMP_NAME_OVERHEAD = len("..") + 8 + len(TEMP_SUFFIX)
+# NAME_MAX of common file systems (ext4, APFS, NTFS), assumed where it cannot be asked.
+PORTABLE_NAME_MAX = 255
 
 
 def crash_point(step: str) -> None:
     if os.environ.get(CRASH_ENV) == step:
         os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
+    if os.environ.get(STOP_ENV) == step and hasattr(signal, "SIGSTOP"):
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def temporary_name_overflow(name: str, limit: int = PORTABLE_NAME_MAX) -> Optional[int]:
+    """The length in bytes of the temporary file name `name` is written through, when that
+    exceeds `limit` (a file system's NAME_MAX): such a file cannot be replaced atomically."""
+    length = len(os.fsencode(name)) + TEMP_NAME_OVERHEAD
+    return length if length > limit else None
+
+
+def name_limit(directory: Path) -> int:
+    """NAME_MAX of the file system `directory` (or its nearest existing parent) lives on."""
+    probe = directory
+    while not probe.is_dir() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        return int(os.pathconf(probe, "PC_NAME_MAX"))
+    except (AttributeError, OSError, ValueError):
+        return PORTABLE_NAME_MAX
+
+
+def check_name_length(workspace: Path, relative: str) -> None:
+    """Refuse, before anything is written, a file whose temporary name the file system cannot
+    hold: every write of it would fail, and a recorded change set could never be completed."""
+    folder, _, name = relative.rpartition("/")
+    limit = name_limit(workspace / folder)
+    length = temporary_name_overflow(name, limit)
+    if length is not None:
+        raise VaultError(f"Cannot write {bounded(relative)}: the temporary file it is written "
+                         f"through would have a {length}-byte name, longer than this file "
+                         f"system's limit of {limit} bytes. Use a name of at most "
+                         f"{limit - TEMP_NAME_OVERHEAD} bytes (UTF-8). Nothing was changed.")
 
 
 def managed_path(workspace: Path, relative: str, directory: bool = False) -> Path:
@@ -2272,7 +2345,7 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
     do not exist yet are fine; `workspace` itself is already resolved."""
     parts = relative.split("/")
     if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
-        raise VaultError(f"Unsafe managed path: {relative!r}.")
+        raise VaultError(f"Unsafe managed path: {bounded(repr(relative))}.")
     current = workspace
     for position, part in enumerate(parts, 1):
         current = current / part
@@ -2331,26 +2404,28 @@ def fsync_directory(path: Path) -> None:
         os.close(descriptor)
 
 
-def make_directories(workspace: Path, relative: str) -> None:
+def make_directories(workspace: Path, relative: str) -> List[Path]:
+    """Create the folders of `relative` that are missing; returns those created, outermost
+    first, so a change set that fails before its first visible write can remove them."""
     managed_path(workspace, relative, directory=True)
     current = workspace
+    created: List[Path] = []
     for part in relative.split("/"):
         parent, current = current, current / part
         try:
             os.mkdir(current)
         except FileExistsError:
             continue
+        created.append(current)
         fsync_directory(parent)
+    return created
 
 
-def replace_file(workspace: Path, relative: str, data: bytes, step: str) -> None:
-    """Atomically replace one managed file (spec section 11.2): a temporary file in the same
-    folder, flushed and fsynced, `os.replace`d over the target, then the folder fsynced.
-    Symbolic links are never followed or replaced; the file mode of a replaced file is kept."""
+def stage_file(workspace: Path, relative: str, data: bytes, step: str) -> Tuple[Path, Path]:
+    """Write `data` to a new temporary file beside the managed file `relative`, flushed and
+    fsynced, with the mode of the file it will replace; returns (temporary, target). Nothing
+    visible changes until `publish_file`."""
     path = managed_path(workspace, relative)
-    folder = relative.rpartition("/")[0]
-    if folder:
-        make_directories(workspace, folder)
     try:
         mode: Optional[int] = stat.S_IMODE(os.lstat(path).st_mode)
     except FileNotFoundError:
@@ -2367,6 +2442,16 @@ def replace_file(workspace: Path, relative: str, data: bytes, step: str) -> None
         if mode is not None:
             os.chmod(temporary, mode)
         crash_point(f"{step}:tmp")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return temporary, path
+
+
+def publish_file(temporary: Path, path: Path, step: str) -> None:
+    """`os.replace` a staged temporary file over its target, then fsync the folder."""
+    try:
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -2374,6 +2459,16 @@ def replace_file(workspace: Path, relative: str, data: bytes, step: str) -> None
         raise
     fsync_directory(path.parent)
     crash_point(step)
+
+
+def replace_file(workspace: Path, relative: str, data: bytes, step: str) -> None:
+    """Atomically replace one managed file (spec section 11.2): a temporary file in the same
+    folder, flushed and fsynced, `os.replace`d over the target, then the folder fsynced.
+    Symbolic links are never followed or replaced; the file mode of a replaced file is kept."""
+    folder = relative.rpartition("/")[0]
+    if folder:
+        make_directories(workspace, folder)
+    publish_file(*stage_file(workspace, relative, data, step), step)
 
 
 def remove_file(workspace: Path, relative: str) -> None:
@@ -2396,24 +2491,59 @@ def sweep_temporaries(directory: Path, name: Optional[str] = None) -> None:
                 os.unlink(entry.path)
 
 
+def sweep_stale_temporaries(workspace: Path) -> None:
+    """Delete what a writer killed before recording its change left: temporary files beside the
+    files writers replace. Daily entries of a killed writer can only be in the newest date
+    folders, since every later writer sweeps first."""
+    folders = [workspace / RUNTIME_DIR, workspace / VAULT_DIR, workspace / VAULT_DIR / "pages"]
+    daily = workspace / VAULT_DIR / "daily"
+    with contextlib.suppress(OSError):
+        if not daily.is_symlink():
+            dates = sorted(entry.name for entry in os.scandir(daily)
+                           if entry.is_dir(follow_symlinks=False))
+            folders.extend(daily / name for name in dates[-2:])
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            sweep_temporaries(folder)
+
+
 def _hostname() -> str:
     return os.uname().nodename if hasattr(os, "uname") else ""
 
 
-def lock_owner_gone(token: str) -> bool:
-    """True when a lock token of ours names a process of this host that no longer exists, so a
-    killed writer does not block every other one for a minute. Other engines' tokens carry no
-    host, and only POSIX can probe a process harmlessly: those locks wait for the 60 s rule."""
+def lock_owner_alive(token: str) -> Optional[bool]:
+    """Whether the process a lock token of ours names on this host still exists; None when that
+    cannot be known. Other engines' tokens carry no host, and only POSIX can probe a process
+    harmlessly: those locks wait for the 60 s rule."""
     match = _LOCK_TOKEN.match(token)
     if os.name != "posix" or not match or match.group(2) != _hostname():
-        return False
+        return None
     try:
         os.kill(int(match.group(1)), 0)
     except ProcessLookupError:
-        return True
-    except OSError:
         return False
-    return False
+    except OSError:
+        return True
+    return True
+
+
+def lock_owner_gone(token: str) -> bool:
+    """True when a lock token of ours names a process of this host that no longer exists, so a
+    killed writer does not block every other one for a minute."""
+    return lock_owner_alive(token) is False
+
+
+def lock_kind_error(info: os.stat_result) -> Optional[VaultError]:
+    """The error for a lock path that is not a regular file. No engine creates one, so waiting
+    for it to go away would only wait forever: the person who can remove it is told how."""
+    if stat.S_ISREG(info.st_mode):
+        return None
+    what, remove = (("a folder", "rmdir") if stat.S_ISDIR(info.st_mode)
+                    else ("a symbolic link", "rm") if stat.S_ISLNK(info.st_mode)
+                    else ("not a regular file", "rm"))
+    return VaultError(f"{LOCK_PATH} is {what}, not a lock file, so no EchoesVault engine can "
+                      f"lock this vault. Remove it (`{remove} -- {LOCK_PATH}`) and retry. "
+                      "Nothing was changed.")
 
 
 class VaultLock:
@@ -2429,6 +2559,10 @@ class VaultLock:
 
     def __enter__(self) -> VaultLock:
         directory = managed_path(self.workspace, RUNTIME_DIR, directory=True)
+        with contextlib.suppress(OSError):
+            refused = lock_kind_error(os.lstat(self.path))
+            if refused:
+                raise refused
         managed_path(self.workspace, LOCK_PATH)
         if not directory.is_dir():
             make_directories(self.workspace, RUNTIME_DIR)
@@ -2438,12 +2572,20 @@ class VaultLock:
             if self._take_over_stale():
                 continue
             if time.monotonic() >= deadline:
-                raise VaultError(
-                    f"Another EchoesVault command holds {LOCK_PATH}; gave up after "
-                    f"{LOCK_WAIT_SECONDS:g} s. Retry when it has finished (a lock older than "
-                    f"{LOCK_STALE_SECONDS:g} s is taken over automatically).")
+                raise VaultError(self._busy_message())
             time.sleep(LOCK_RETRY_SECONDS)
         return self
+
+    def _busy_message(self) -> str:
+        try:
+            age = time.time() - os.lstat(self.path).st_mtime
+        except OSError:
+            age = 0.0
+        remaining = max(1, int(LOCK_STALE_SECONDS - age + 1))
+        return (f"Another EchoesVault command holds {LOCK_PATH} (taken {max(0, int(age))} s ago); "
+                f"gave up after {LOCK_WAIT_SECONDS:g} s. Nothing was changed. Retry when it has "
+                f"finished: a lock older than {LOCK_STALE_SECONDS:g} s counts as abandoned, so "
+                f"this one is taken over automatically in at most {remaining} s.")
 
     def __exit__(self, *_exc: object) -> None:
         try:
@@ -2465,17 +2607,34 @@ class VaultLock:
             return False
         except OSError as exc:
             raise VaultError(f"Cannot create {LOCK_PATH}: {exc.strerror or exc}") from exc
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(self.token + "\n")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(self.token + "\n")
+        except BaseException as exc:
+            # An empty lock (a full disk, a quota) would block every writer for a minute.
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            if isinstance(exc, OSError):
+                raise VaultError(f"Cannot write {LOCK_PATH}: {exc.strerror or exc}. Nothing was "
+                                 "changed.") from exc
+            raise
         return True
 
     def _stale(self, path: Path) -> Optional[Tuple[int, int, int]]:
         """The identity (device, inode, mtime) of `path` when it is a stale lock, else None."""
         try:
             info = os.lstat(path)
-            if time.time() - info.st_mtime <= LOCK_STALE_SECONDS:
+            refused = lock_kind_error(info)
+            if refused:
+                raise refused
+            age = time.time() - info.st_mtime
+            if age <= LOCK_STALE_SECONDS:
                 token = read_bytes(path, 4096).decode("utf-8", "replace").strip()
-                if not lock_owner_gone(token):
+                owner = lock_owner_alive(token)
+                # A lock dated in the future has no knowable age: unless its owner is known to
+                # live, it is abandoned (a wrong clock or a copied file), never waited on forever.
+                future = age < -LOCK_CLOCK_SKEW_SECONDS
+                if owner is True or (owner is None and not future):
                     return None
         except OSError:
             return None
@@ -2548,11 +2707,72 @@ class VaultLock:
 # replacement, so the next writing command can finish one that a crash cut short. Each file is
 # still replaced atomically in a valid state, so engines that ignore the intent see a valid vault.
 
-INTENT_VERSION = 1
+# The intent is a local file (ignored by `init`, flagged by EV021 when tracked) that the next
+# writer acts on, so it is treated as hostile input: a tracked, malformed or foreign intent is
+# refused and never applied, each write must be one its operation makes, HEAD must not have moved
+# and every knowledge file must still hold its old or its new content.
+INTENT_VERSION = 2
+INTENT_MAX_BYTES = 4 * MAX_PAYLOAD_BYTES
+COMPLETE_COMMAND = f"python3 {RUNTIME_PATH} --workspace . rebuild-index"
+DISCARD_COMMAND = f"{COMPLETE_COMMAND} --discard-interrupted-write"
+_DAILY_ENTRY_PATH = re.compile(
+    rf"{VAULT_DIR}/daily/[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}/[0-9]{{8}}T[0-9]{{12}}Z-"
+    rf"(?:scratchpad|session)(?:-[a-z0-9._-]{{1,{AGENT_NAME_LIMIT}}})?-[0-9a-f]{{8}}\.md")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_GENERATED_TARGETS = (f"{VAULT_DIR}/{MARKER_FILE}", f"{VAULT_DIR}/.gitignore",
+                      f"{RUNTIME_DIR}/.gitignore", f"{VAULT_DIR}/{PROTOCOL_FILE}", *ROOT_GUIDES,
+                      *SKILL_PATHS, *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS)
+_INSTALL_TARGETS = ("generated", "runtime", "page", "index", "state")
+# The kinds of file each operation's change set may write; nothing else is ever recovered.
+INTENT_TARGETS: Dict[str, Tuple[str, ...]] = {
+    "append": ("daily", "state"),
+    "upsert": ("page", "index", "state"),
+    "end": ("page", "daily", "index", "state"),
+    "hydrate": ("index", "state"),
+    "rebuild-index": ("index", "state"),
+    "start": ("index", "state"),
+    "configure-agents": _INSTALL_TARGETS,
+    "init": _INSTALL_TARGETS,
+    "migrate": _INSTALL_TARGETS,
+    "upgrade": _INSTALL_TARGETS,
+}
+INTENT_DIRECTORIES = (VAULT_DIR, *(f"{VAULT_DIR}/{name}" for name in DURABLE_DIRS))
+# Regenerated by every writer: a later change to them does not make an intent unsafe.
+_REGENERATED_KINDS = ("index", "state")
 
 
 def digest(data: Optional[bytes]) -> Optional[str]:
     return hashlib.sha256(data).hexdigest() if data is not None else None
+
+
+def intent_target_kind(path: str) -> Optional[str]:
+    """The kind of a path a change set may write, or None for any other path."""
+    if path == f"{VAULT_DIR}/{INDEX_FILE}":
+        return "index"
+    if path == STATE_PATH:
+        return "state"
+    if path == RUNTIME_PATH:
+        return "runtime"
+    if path in _GENERATED_TARGETS:
+        return "generated"
+    pages = f"{VAULT_DIR}/pages/"
+    if path.startswith(pages):
+        name = path[len(pages):]
+        if "/" not in name and is_page_file_name(name) and page_name_problem(name) is None:
+            return "page"
+        return None
+    return "daily" if _DAILY_ENTRY_PATH.fullmatch(path) else None
+
+
+def git_head(workspace: Path) -> Optional[str]:
+    head = run_git(workspace, ["rev-parse", "-q", "--verify", "HEAD"])
+    return head.decode("ascii", "replace").strip() if head else None
+
+
+def intent_refusal(reason: str) -> VaultError:
+    return VaultError(f"Refusing the interrupted write recorded in {INTENT_PATH}: {reason}. It "
+                      "was not applied and nothing was changed. To discard it safely (under the "
+                      f"lock; no knowledge file is touched), run: {DISCARD_COMMAND}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -2562,6 +2782,38 @@ class PlannedWrite:
     before: Optional[str]  # SHA-256 of the bytes being replaced; None for a new file
 
 
+@dataclasses.dataclass(frozen=True)
+class Intent:
+    operation: str
+    head: Optional[str]  # the commit checked out when the change was recorded
+    request: Optional[str]  # digest of the request, so a retried `append` is not written twice
+    directories: List[str]
+    writes: List[PlannedWrite]
+
+
+def vault_identity(workspace: Path) -> Tuple[object, ...]:
+    """What must not change under a writer between its checks and its writes: the vault folder
+    itself (not a new one in its place) and its marker."""
+    try:
+        info = os.lstat(workspace / VAULT_DIR)
+    except OSError:
+        return (None,)
+    try:
+        marker = digest(read_bytes(workspace / VAULT_DIR / MARKER_FILE, 1 << 20))
+    except OSError:
+        marker = None
+    return info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode), marker
+
+
+def _unstage(staged: Sequence[Tuple[Path, Path]], created: Sequence[Path]) -> None:
+    for temporary, _path in staged:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    for folder in reversed(created):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
 class ChangeSet:
     """Every file one command writes, planned (and so checked) before the first write."""
 
@@ -2569,6 +2821,9 @@ class ChangeSet:
         self.workspace = workspace
         self.writes: List[PlannedWrite] = []
         self.directories: List[str] = []
+        # False while an intent is pending that this command must neither apply nor overwrite.
+        self.journal = True
+        self.vault = vault_identity(workspace)
 
     def directory(self, relative: str) -> None:
         if not managed_path(self.workspace, relative, directory=True).is_dir():
@@ -2579,73 +2834,207 @@ class ChangeSet:
         current = current_bytes(self.workspace, relative)
         if current == content.encode("utf-8"):
             return False
+        check_name_length(self.workspace, relative)
         self.writes.append(PlannedWrite(relative, content, digest(current)))
         return True
 
-    def intent(self, operation: str) -> bytes:
+    def intent(self, operation: str, request: Optional[str]) -> bytes:
         record = {
             "version": INTENT_VERSION,
             "engineVersion": ENGINE_VERSION,
             "operation": operation,
+            "head": git_head(self.workspace),
+            "request": request,
             "directories": self.directories,
             "writes": [dataclasses.asdict(write) for write in self.writes],
         }
-        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+        data = json.dumps(record, ensure_ascii=False).encode("utf-8")
+        if len(data) > INTENT_MAX_BYTES:
+            raise VaultError(f"This change is too large to record safely (over "
+                             f"{INTENT_MAX_BYTES // (1024 * 1024)} MiB); split it. Nothing was "
+                             "changed.")
+        return data
 
-    def commit(self, operation: str) -> None:
-        journal = len(self.writes) > 1
+    def check_vault(self) -> None:
+        if vault_identity(self.workspace) != self.vault:
+            raise VaultError(f"{VAULT_DIR}/ was removed, replaced or given another marker while "
+                             "this command ran; nothing was written. Check the vault, then retry.")
+
+    def commit(self, operation: str, request: Optional[str] = None) -> None:
+        """Write the change set in two phases. First every temporary file (and, for more than
+        one file, the intent) is written and fsynced: a failure there (a full disk, a quota)
+        removes them and leaves nothing changed. Then the intent and the files are renamed into
+        place: from the intent's rename on, the change is recorded and the next writer
+        completes it, whatever happens to this process."""
+        crash_point(f"{operation}:commit")
+        self.check_vault()
+        journal = self.journal and len(self.writes) > 1
+        record = self.intent(operation, request) if journal else b""
+        staged: List[Tuple[Path, Path]] = []
+        created: List[Path] = []
         try:
-            if journal:
-                replace_file(self.workspace, INTENT_PATH, self.intent(operation),
-                             f"{operation}:intent")
             for relative in self.directories:
-                make_directories(self.workspace, relative)
+                created += make_directories(self.workspace, relative)
             for number, write in enumerate(self.writes, 1):
-                replace_file(self.workspace, write.path, write.content.encode("utf-8"),
-                             f"{operation}:{number}")
+                folder = write.path.rpartition("/")[0]
+                if folder:
+                    created += make_directories(self.workspace, folder)
+                staged.append(stage_file(self.workspace, write.path,
+                                         write.content.encode("utf-8"), f"{operation}:{number}"))
+            if journal:
+                staged.insert(0, stage_file(self.workspace, INTENT_PATH, record,
+                                            f"{operation}:intent"))
+            if self.vault != (None,):  # `init` creates the vault folder itself
+                self.check_vault()
+        except BaseException as exc:
+            _unstage(staged, created)
+            if isinstance(exc, OSError):
+                raise VaultError(f"Writing failed before any file was changed "
+                                 f"({exc.strerror or exc}). Nothing was changed or recorded; "
+                                 "fix the cause (free space, a quota) and retry.") from exc
+            raise
+        steps = ([f"{operation}:intent"] if journal else []) + [
+            f"{operation}:{number}" for number in range(1, len(self.writes) + 1)]
+        renamed = 0
+        try:
+            for (temporary, path), step in zip(staged, steps):
+                os.replace(temporary, path)
+                renamed += 1
+                fsync_directory(path.parent)
+                crash_point(step)
             if journal:
                 remove_file(self.workspace, INTENT_PATH)
         except OSError as exc:
-            raise VaultError(f"Writing failed: {exc}."
-                             + (" The next EchoesVault command completes the change."
-                                if journal else "")) from exc
+            _unstage(staged[renamed:], ())
+            raise VaultError(self._failure(operation, exc, journal, renamed)) from exc
+
+    def _failure(self, operation: str, exc: OSError, journal: bool, renamed: int) -> str:
+        """An error that says truthfully what was written and what happens next."""
+        cause = exc.strerror or str(exc)
+        total = len(self.writes)
+        if renamed == 0:
+            return f"Writing failed ({cause}). Nothing was changed."
+        if not journal:
+            return (f"{self.writes[0].path} was replaced, but making that durable failed "
+                    f"({cause}); check the disk.")
+        if renamed > total:
+            return (f"Every file was written, but {INTENT_PATH} could not be removed ({cause}); "
+                    "the next EchoesVault writer removes it.")
+        retry = (" Retrying this `append` is safe: the entry is not written twice."
+                 if operation == "append" else
+                 " Do not send this payload again." if operation in ("upsert", "end") else "")
+        return (f"Writing failed ({cause}) after the change was recorded in {INTENT_PATH}, with "
+                f"{renamed - 1} of {total} files written. The next EchoesVault writer completes "
+                f"it; to complete it now, run: {COMPLETE_COMMAND}.{retry}")
 
 
-def read_intent(data: bytes) -> Tuple[str, List[str], List[PlannedWrite]]:
-    """(operation, directories, writes) of an intent file; VaultError for anything else."""
+def parse_intent(data: bytes) -> Intent:
+    """The intent file's change set after every structural check; ValueError says why not."""
     try:
         record = json.loads(data.decode("utf-8"))
-        if not isinstance(record, dict) or record.get("version") != INTENT_VERSION:
-            raise ValueError(f"unknown intent version {record.get('version')!r}"
-                             if isinstance(record, dict) else "not a JSON object")
-        directories = [str(item) for item in record["directories"]]
-        writes = [PlannedWrite(str(item["path"]), str(item["content"]),
-                               None if item["before"] is None else str(item["before"]))
-                  for item in record["writes"]]
-        return str(record.get("operation")), directories, writes
-    except (ValueError, KeyError, TypeError) as exc:
-        raise VaultError(f"{INTENT_PATH} records an interrupted write that this engine cannot "
-                         f"read ({exc}); run the engine that wrote it, or inspect and delete "
-                         "the file.") from exc
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError("it is not UTF-8 JSON") from exc
+    if not isinstance(record, dict):
+        raise ValueError("it is not a JSON object")
+    if record.get("version") != INTENT_VERSION:
+        raise ValueError(f"it has intent version {bounded(record.get('version'), 20)}, and this "
+                         f"engine reads version {INTENT_VERSION}")
+    operation = record.get("operation")
+    if not isinstance(operation, str) or operation not in INTENT_TARGETS:
+        raise ValueError(f"it names the unknown operation {bounded(operation, 40)}")
+    head, request = record.get("head"), record.get("request")
+    directories, writes = record.get("directories"), record.get("writes")
+    if not (isinstance(head, (str, type(None))) and isinstance(request, (str, type(None)))
+            and isinstance(directories, list) and isinstance(writes, list) and writes):
+        raise ValueError("its fields are not those of a change set")
+    for folder in directories:
+        if folder not in INTENT_DIRECTORIES:
+            raise ValueError(f"it creates the folder {bounded(folder, 80)}, which "
+                             f"`{operation}` never creates")
+    planned: List[PlannedWrite] = []
+    for item in writes:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str) \
+                or not isinstance(item.get("content"), str) or not (
+                    item.get("before") is None or (isinstance(item.get("before"), str)
+                                                   and _SHA256.fullmatch(item["before"]))):
+            raise ValueError("a write in it is not a path, content and pre-image hash")
+        path = item["path"]
+        try:
+            item["content"].encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"the content it writes to {bounded(path, 80)} is not Unicode text"
+                             ) from exc
+        if intent_target_kind(path) not in INTENT_TARGETS[operation]:
+            raise ValueError(f"it writes {bounded(path, 80)}, which `{operation}` never writes")
+        if any(path == write.path for write in planned):
+            raise ValueError(f"it writes {bounded(path, 80)} twice")
+        planned.append(PlannedWrite(path, item["content"], item["before"]))
+    return Intent(operation, head, request, [str(folder) for folder in directories], planned)
+
+
+def read_intent_file(workspace: Path) -> Optional[bytes]:
+    """The intent file's bytes, or None when there is none; VaultError when it is no file."""
+    path = workspace / INTENT_PATH
+    try:
+        return read_bytes(managed_path(workspace, INTENT_PATH), INTENT_MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None
+        raise intent_refusal(f"it cannot be read ({exc.strerror or exc})") from exc
+    except VaultError as exc:
+        raise intent_refusal(str(exc).rstrip(".")) from exc
+
+
+def check_intent(workspace: Path, data: bytes) -> Intent:
+    """The change set of the intent file when it is safe to complete; else the refusal."""
+    tracked = run_git(workspace, ["ls-files", "-z", "--cached", "--", INTENT_PATH])
+    if tracked:
+        raise intent_refusal(
+            "it is tracked by Git, so it came from a commit, not from a command interrupted "
+            f"here; take it out of the repository (`git rm --cached -- {INTENT_PATH}`, then "
+            "commit)")
+    try:
+        intent = parse_intent(data)
+    except ValueError as exc:
+        raise intent_refusal(str(exc)) from exc
+    if intent.head != git_head(workspace):
+        raise intent_refusal("it was recorded on another commit (HEAD moved since: a checkout, "
+                             "a commit or a pull), so its files no longer belong here")
+    own = Path(__file__).read_bytes()
+    for write in intent.writes:
+        kind = intent_target_kind(write.path)
+        wanted = write.content.encode("utf-8")
+        if kind == "runtime" and wanted != own:
+            raise intent_refusal(f"it installs a {RUNTIME_PATH} that is not this engine")
+        if kind in _REGENERATED_KINDS:
+            continue
+        try:
+            current = digest(current_bytes(workspace, write.path))
+        except VaultError as exc:
+            raise intent_refusal(str(exc).rstrip(".")) from exc
+        if current not in (write.before, digest(wanted)):
+            raise intent_refusal(f"{write.path} changed since (it holds neither its content "
+                                 "before nor after the interrupted change)")
+    return intent
 
 
 def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
-    """Finish the change set a killed or failed command left in the intent file. A file already
-    holding its new content is kept; one still holding its old content is written; one changed
-    since by another writer (which ignored the intent) is left alone and reported."""
-    runtime_dir = workspace / RUNTIME_DIR
-    if runtime_dir.is_dir() and not runtime_dir.is_symlink():
-        sweep_temporaries(runtime_dir)
-    data = current_bytes(workspace, INTENT_PATH)
+    """Finish the change set a killed or failed command left in the intent file, after
+    `check_intent` found it safe. A file already holding its new content is kept; an index
+    changed since by another writer is rebuilt from the pages, a changed state is left alone and
+    reported (every writer refreshes it)."""
+    data = read_intent_file(workspace)
     if data is None:
         return None
-    operation, directories, writes = read_intent(data)
+    intent = check_intent(workspace, data)
     rewritten: List[str] = []
     superseded: List[str] = []
     try:
-        for relative in directories:
+        for relative in intent.directories:
             make_directories(workspace, relative)
-        for number, write in enumerate(writes, 1):
+        for number, write in enumerate(intent.writes, 1):
             sweep_temporaries(managed_path(workspace, write.path).parent,
                               write.path.rpartition("/")[2])
             current = current_bytes(workspace, write.path)
@@ -2657,11 +3046,65 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
                 continue
             replace_file(workspace, write.path, wanted, f"recover:{number}")
             rewritten.append(write.path)
+        index = f"{VAULT_DIR}/{INDEX_FILE}"
+        if index in superseded:  # rewritten meanwhile (`hydrate`): rebuild it from the pages
+            with contextlib.suppress(VaultError):
+                rendered = build_index(prospective_pages(read_pages(workspace), {}))
+                superseded.remove(index)
+                if current_bytes(workspace, index) != rendered.encode("utf-8"):
+                    replace_file(workspace, index, rendered.encode("utf-8"), "recover:index")
+                    rewritten.append(index)
         remove_file(workspace, INTENT_PATH)
     except OSError as exc:
-        raise VaultError(f"Cannot complete the interrupted `{operation}`: {exc}") from exc
-    return {"operation": operation, "files": [write.path for write in writes],
-            "rewritten": rewritten, "superseded": superseded}
+        raise VaultError(f"Cannot complete the interrupted `{intent.operation}` "
+                         f"({exc.strerror or exc}); it stays recorded in {INTENT_PATH}. Fix the "
+                         f"cause and run: {COMPLETE_COMMAND}; or, to give it up, run: "
+                         f"{DISCARD_COMMAND}") from exc
+    return {"operation": intent.operation, "files": [write.path for write in intent.writes],
+            "rewritten": rewritten, "superseded": superseded, "request": intent.request}
+
+
+def pending_intent(workspace: Path) -> Optional[Dict[str, Any]]:
+    """What `hydrate` reports instead of completing an interrupted change (spec 12.5.1)."""
+    try:
+        data = read_intent_file(workspace)
+        if data is None:
+            return None
+        operation: Optional[str] = check_intent(workspace, data).operation
+        problem: Optional[str] = None
+    except VaultError as exc:
+        operation, problem = None, str(exc)
+    return {"intent": INTENT_PATH, "operation": operation, "problem": problem,
+            "complete": COMPLETE_COMMAND, "discard": DISCARD_COMMAND}
+
+
+def discard_intent(workspace: Path) -> Optional[Dict[str, Any]]:
+    """Remove the intent file (and temporary files of its targets) without applying it."""
+    path = workspace / INTENT_PATH
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise VaultError(f"Cannot inspect {INTENT_PATH}: {exc.strerror or exc}") from exc
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise VaultError(f"{INTENT_PATH} is not a file; remove it by hand and retry.")
+    try:
+        intent: Optional[Intent] = parse_intent(read_bytes(path, INTENT_MAX_BYTES))
+    except (OSError, ValueError):
+        intent = None
+    for write in intent.writes if intent else ():
+        with contextlib.suppress(VaultError):
+            sweep_temporaries(managed_path(workspace, write.path).parent,
+                              write.path.rpartition("/")[2])
+    try:
+        os.unlink(path)
+        fsync_directory(path.parent)
+    except OSError as exc:
+        raise VaultError(f"Cannot remove {INTENT_PATH}: {exc.strerror or exc}") from exc
+    sweep_temporaries(path.parent)
+    return {"intent": INTENT_PATH, "operation": intent.operation if intent else None,
+            "files": [write.path for write in intent.writes] if intent else []}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2761,21 +3204,73 @@ def load_state(workspace: Path) -> Dict[str, Any]:
     return default_state()
 
 
-def load_payload(ctx: Context, source: str) -> Dict[str, Any]:
-    """The JSON object of `--payload` (`-` for standard input, else a file path)."""
+def _read_payload_bytes(ctx: Context, source: str) -> bytes:
+    """At most MAX_PAYLOAD_BYTES + 1 bytes of the payload: a larger one is refused unread."""
+    if source == "-":
+        data = ctx.stdin.read(MAX_PAYLOAD_BYTES + 1)
+    else:
+        with open(Path(source).expanduser(), "rb") as handle:
+            data = handle.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise VaultError(f"The payload is larger than {MAX_PAYLOAD_BYTES // (1024 * 1024)} MiB; "
+                         "send fewer or smaller pages. Nothing was written.")
+    return data
+
+
+def _payload_text_problem(payload: object) -> Optional[str]:
+    """Why a decoded payload cannot be stored as UTF-8 (a lone surrogate such as `\\ud800`,
+    which JSON allows and UTF-8 does not), or None. Iterative: nesting depth is bounded by the
+    JSON decoder, and this walk adds no recursion of its own."""
+    pending = [payload]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return (f"it contains the lone surrogate \\u{ord(value[exc.start]):04x}, which "
+                        "is not a Unicode character; send the text as valid UTF-8")
+    return None
+
+
+def load_payload(ctx: Context, source: str, accepted: Sequence[str]) -> Dict[str, Any]:
+    """The JSON object of `--payload` (`-` for standard input, else a file path), with only the
+    `accepted` keys: a misspelt key would otherwise be ignored while the command succeeds."""
     try:
-        data = ctx.stdin.read() if source == "-" else Path(source).expanduser().read_bytes()
+        data = _read_payload_bytes(ctx, source)
     except OSError as exc:
-        raise VaultError(f"Cannot read the payload {source}: {exc.strerror or exc}") from exc
+        raise VaultError(f"Cannot read the payload {bounded(source)}: {exc.strerror or exc}"
+                         ) from exc
     try:
         payload = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise VaultError("The payload is not UTF-8 text.") from exc
+    except RecursionError as exc:
+        raise VaultError("The payload is not a usable JSON object: it is nested too deeply."
+                         ) from exc
     except ValueError as exc:
         raise VaultError(f"The payload is not valid JSON: {_json_reason(exc)}.") from exc
     if not isinstance(payload, dict):
         raise VaultError("The payload must be a JSON object.")
+    problem = _payload_text_problem(payload)
+    if problem:
+        raise VaultError(f"The payload cannot be stored: {problem}. Nothing was written.")
+    reject_unknown_keys(payload, accepted, "The payload")
     return payload
+
+
+def reject_unknown_keys(value: Dict[str, Any], accepted: Sequence[str], what: str) -> None:
+    unknown = sorted(key for key in value if key not in accepted)
+    if unknown:
+        raise VaultError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} "
+                         + ", ".join(f"`{bounded(key, 60)}`" for key in unknown[:5])
+                         + f"; the accepted keys are {', '.join(f'`{key}`' for key in accepted)}."
+                         " Nothing was written.")
 
 
 def payload_agent(ctx: Context, payload: Dict[str, Any]) -> Optional[str]:
@@ -2808,15 +3303,27 @@ def project_runtime(workspace: Path) -> Dict[str, Any]:
 
 
 @contextlib.contextmanager
-def writing(ctx: Context, install: bool = False) -> Iterator[ChangeSet]:
+def writing(ctx: Context, install: bool = False, recover: bool = True,
+            discard: bool = False) -> Iterator[ChangeSet]:
     """The prologue of every writing command: the marker gate (before the lock too, so a vault
-    of another protocol does not even get a lock file), the lock, then roll-forward."""
+    of another protocol does not even get a lock file), the lock, then roll-forward of an
+    interrupted change set, or (`hydrate`, spec 12.5.1) only a report of it, or its discard."""
     gate = require_installable if install else require_vault
     gate(ctx.workspace)
     with VaultLock(ctx.workspace):
-        ctx.recovered = roll_forward(ctx.workspace)
+        sweep_stale_temporaries(ctx.workspace)
+        if discard:
+            ctx.discarded = discard_intent(ctx.workspace)
+        elif recover:
+            ctx.recovered = roll_forward(ctx.workspace)
+            if ctx.recovered:
+                ctx.recovered_request = ctx.recovered.pop("request")
+        else:
+            ctx.pending = pending_intent(ctx.workspace)
         gate(ctx.workspace)
-        yield ChangeSet(ctx.workspace)
+        changes = ChangeSet(ctx.workspace)
+        changes.journal = ctx.pending is None
+        yield changes
 
 
 def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:
@@ -2958,8 +3465,9 @@ def check_page_target(workspace: Path, filename: str, expected: object,
                          "page as you read it.")
     actual = sha256_text(read_page_text(path, filename))
     if expected.strip().lower() != actual:
-        raise VaultError(f"Concurrent change detected for {filename}: expected {expected.strip()}, "
-                         f"found {actual}. Reread the page, reconcile, hash it again and retry.")
+        raise VaultError(f"Concurrent change detected for {filename}: expected "
+                         f"{bounded(expected.strip(), 64)}, found {actual}. Reread the page, "
+                         "reconcile, hash it again and retry.")
     return filename, True
 
 
@@ -3036,10 +3544,12 @@ def cmd_configure_agents(ctx: Context, _args: argparse.Namespace) -> Dict[str, A
     return {"ok": True, **adapters, "indexRefresh": index}
 
 
-def _refresh(ctx: Context, operation: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """Index and state only: `hydrate` and `rebuild-index` (spec 12.5.1, 12.12)."""
+def _refresh(ctx: Context, operation: str, discard: bool = False,
+             ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Index and state only: `hydrate` and `rebuild-index` (spec 12.5.1, 12.12). `hydrate`
+    never completes an interrupted change (that could alter durable knowledge): it reports it."""
     agent = normalize_agent_name(ctx.agent)
-    with writing(ctx) as changes:
+    with writing(ctx, recover=operation != "hydrate", discard=discard) as changes:
         entries = prospective_pages(read_pages(ctx.workspace), {})
         index, _rendered = plan_index(changes, entries)
         state = plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
@@ -3053,8 +3563,8 @@ def cmd_hydrate(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
             "state": state}
 
 
-def cmd_rebuild_index(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
-    index, _state = _refresh(ctx, "rebuild-index")
+def cmd_rebuild_index(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
+    index, _state = _refresh(ctx, "rebuild-index", args.discard_interrupted_write)
     return {"ok": True, "index": str(ctx.vault / INDEX_FILE), **index}
 
 
@@ -3077,22 +3587,29 @@ def cmd_start(ctx: Context, args: argparse.Namespace) -> str:
 
 def cmd_append(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     """One scratchpad entry in its own file (spec 12.8); the session stays open."""
-    payload = load_payload(ctx, args.payload)
+    payload = load_payload(ctx, args.payload, APPEND_KEYS)
     entry = clean_text(payload.get("entry"), "`entry`")
     reject_conflict_markers(entry, "`entry`")
     agent = payload_agent(ctx, payload)
+    request = digest(json.dumps(["append", agent, entry]).encode("utf-8"))
     with writing(ctx) as changes:
-        relative = plan_daily_entry(changes, "scratchpad", agent, entry)
-        entries = prospective_pages(read_pages(ctx.workspace), {})
-        plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)) + 1, agent)
-        changes.commit("append")
+        replayed = [path for path in (ctx.recovered or {}).get("files", [])
+                    if intent_target_kind(path) == "daily"]
+        if ctx.recovered_request == request and replayed:
+            # This very entry was recorded by an interrupted `append` and is now complete.
+            relative = replayed[0]
+        else:
+            relative = plan_daily_entry(changes, "scratchpad", agent, entry)
+            entries = prospective_pages(read_pages(ctx.workspace), {})
+            plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)) + 1, agent)
+            changes.commit("append", request)
     return {"ok": True, "dailyLog": str(ctx.workspace / relative), "kind": "scratchpad",
             "agent": agent}
 
 
 def cmd_upsert(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     """Create or replace one complete page (spec 12.10)."""
-    payload = load_payload(ctx, args.payload)
+    payload = load_payload(ctx, args.payload, UPSERT_KEYS)
     filename, content = prepare_page_text(payload)
     agent = payload_agent(ctx, payload)
     with writing(ctx) as changes:
@@ -3114,7 +3631,7 @@ def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     saved state, validated as a whole and written as one crash-consistent change set."""
     if not args.confirm_explicit_user_end:
         raise VaultError(END_CONFIRMATION_ERROR)
-    payload = load_payload(ctx, args.payload)
+    payload = load_payload(ctx, args.payload, END_KEYS)
     summary = clean_text(payload.get("dailySummary"), "`dailySummary`")
     reject_conflict_markers(summary, "`dailySummary`")
     if payload.get("indexUpdates") not in (None, []):
@@ -3125,7 +3642,9 @@ def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         raise VaultError("`pages` must be an array of page objects.")
     prepared: Dict[str, Tuple[str, object]] = {}
     seen: Dict[str, str] = {}
-    for item in items:
+    for number, item in enumerate(items, 1):
+        if isinstance(item, dict):
+            reject_unknown_keys(item, END_PAGE_KEYS, f"Page {number} of `pages`")
         filename, content = prepare_page_text(item)
         first = seen.setdefault(fold_name(filename), filename)
         if first != filename or filename in prepared:
@@ -3233,9 +3752,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--adapter-version", default=None, help="calling adapter's version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    for name in ("init", "migrate", "upgrade", "protocol", "configure-agents", "hydrate",
-                 "rebuild-index"):
+    for name in ("init", "migrate", "upgrade", "protocol", "configure-agents", "hydrate"):
         commands.add_parser(name)
+    sub = commands.add_parser("rebuild-index")
+    sub.add_argument("--discard-interrupted-write", action="store_true",
+                     help=f"remove {INTENT_PATH} without applying it")
     for name in ("inspect", "status"):
         sub = commands.add_parser(name)
         sub.add_argument("--format", choices=("json", "card"), default="json")
@@ -3299,20 +3820,28 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
                 result = f"> {recovery_note(ctx.recovered)}\n\n{result}"
             else:
                 result["recovered"] = ctx.recovered
+        if ctx.pending and isinstance(result, dict):
+            result["interruptedWrite"] = ctx.pending
+        if ctx.discarded and isinstance(result, dict):
+            result["discardedInterruptedWrite"] = ctx.discarded
         output = result if isinstance(result, str) else \
             json.dumps(result, ensure_ascii=False, indent=2) + "\n"
     except VaultError as exc:
         message = str(exc)
         if ctx is not None and ctx.recovered:
             message += " " + recovery_note(ctx.recovered)
-        _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
+        if ctx is not None and ctx.discarded:
+            message += f" The interrupted write in {INTENT_PATH} was discarded first."
+        _emit(stderr, json.dumps({"ok": False, "error": bounded_message(message)},
+                                 ensure_ascii=False) + "\n")
         return 2
     except KeyboardInterrupt:
         _emit(stderr, json.dumps({"ok": False, "error": "Interrupted."}) + "\n")
         return 2
     except Exception as exc:
         message = f"Internal error ({type(exc).__name__}): {exc}"
-        _emit(stderr, json.dumps({"ok": False, "error": message}, ensure_ascii=False) + "\n")
+        _emit(stderr, json.dumps({"ok": False, "error": bounded_message(message)},
+                                 ensure_ascii=False) + "\n")
         return 2
     _emit(stdout, output)
     return 0

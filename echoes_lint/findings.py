@@ -215,6 +215,18 @@ or one of `<>:"|?*`) are reported as warnings.
 """,
         ),
         _rule(
+            "EV035", "page-name-too-long", _E,
+            "A page name too long for the temporary file an engine writes it through.",
+            """
+Engines replace a page atomically through a temporary file in `pages/` named
+`.<name>.<8 hex digits>.echoes-tmp`, 21 bytes longer than the page name. Most file systems limit
+a name to 255 bytes, so a page name over 234 bytes (UTF-8) can be read but never updated, and the
+engine refuses to create one.
+
+Fix: rename the page (`git mv`) to a name of at most 234 bytes and update links to it.
+""",
+        ),
+        _rule(
             "EV040", "symlink-in-vault", _E,
             "A symbolic link inside the vault.",
             "Engines refuse to read or write through links. Replace the link with a regular file.",

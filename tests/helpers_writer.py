@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,14 +39,25 @@ def cli(repo: Path, *args: str, payload: Optional[Any] = None,
 def runtime(repo: Path, *args: str, payload: Optional[Any] = None,
             env: Optional[Dict[str, str]] = None,
             python: Sequence[str] = (sys.executable, "-I", "-S"),
+            file_size_limit: Optional[int] = None,
             ) -> subprocess.CompletedProcess[str]:
     """The installed portable runtime, run from the repository. `-I -S` keeps every installed
-    package (echoes_lint included) out of reach: the runtime must need nothing but itself."""
+    package (echoes_lint included) out of reach: the runtime must need nothing but itself.
+    `file_size_limit` makes every write past that many bytes of a file fail (RLIMIT_FSIZE, with
+    SIGXFSZ ignored) as a full disk or a quota would."""
     stdin = None if payload is None else (payload if isinstance(payload, str)
                                           else json.dumps(payload))
+
+    def limit_file_size() -> None:
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+
     return subprocess.run([*python, RUNTIME, "--workspace", ".", *args], cwd=repo, input=stdin,
                           capture_output=True, text=True, encoding="utf-8", check=False,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})},
+                          preexec_fn=None if file_size_limit is None else limit_file_size)
 
 
 def ok(completed: subprocess.CompletedProcess[str]) -> Dict[str, Any]:
@@ -67,12 +79,16 @@ def refused(completed: subprocess.CompletedProcess[str]) -> str:
     return message
 
 
-def snapshot(root: Path) -> Dict[str, Optional[bytes]]:
-    """Every file (bytes) and folder (None) below root, .git excluded; symlinks by target."""
+def snapshot(root: Path, temporaries: bool = True) -> Dict[str, Optional[bytes]]:
+    """Every file (bytes) and folder (None) below root, .git excluded; symlinks by target.
+    `temporaries=False` leaves out the temporary files a killed writer left (any writer sweeps
+    them)."""
     found: Dict[str, Optional[bytes]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         if ".git" in dirnames:
             dirnames.remove(".git")
+        if not temporaries:
+            filenames = [name for name in filenames if not name.endswith(".echoes-tmp")]
         for name in dirnames + filenames:
             path = Path(dirpath, name)
             relative = path.relative_to(root).as_posix()
@@ -111,3 +127,32 @@ def engine_copy(version: str, banner: Optional[str] = None) -> str:
         assert source.count(entry) == 1
         source = source.replace(entry, entry + f"    sys.stderr.write({banner!r} + '\\n')\n")
     return source
+
+
+def stopped_runtime(repo: Path, *args: str, payload: Any, step: str,
+                    ) -> subprocess.Popen[bytes]:
+    """The runtime started with `payload` on stdin, once it has stopped itself (SIGSTOP) at the
+    crash point `step`: the caller changes the vault, then calls `resumed`."""
+    process = subprocess.Popen([sys.executable, "-I", "-S", RUNTIME, "--workspace", ".", *args],
+                               cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE,
+                               env={**os.environ, engine.STOP_ENV: step})
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(payload).encode("utf-8"))
+    process.stdin.close()
+    _pid, status = os.waitpid(process.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), f"the runtime finished without stopping at {step}"
+    return process
+
+
+def resumed(process: subprocess.Popen[bytes]) -> str:
+    """Continue a stopped runtime that must then fail; returns its error message."""
+    process.send_signal(signal.SIGCONT)
+    assert process.wait(timeout=60) == 2
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read() == b""
+    errors = process.stderr.read().decode("utf-8")
+    process.stdout.close()
+    process.stderr.close()
+    message: str = json.loads(errors)["error"]
+    return message

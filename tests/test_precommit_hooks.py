@@ -159,3 +159,13 @@ def test_case_collisions_are_refused(hooked: Path, pre_commit_home: Path, commit
     output = refused(hooked, pre_commit_home, "EV030")
     assert f"`{PAGES}/{committed}`" in output
     assert f"{PAGES}/{added}" in output
+
+
+def test_a_page_name_too_long_to_update_is_refused_and_a_shorter_one_passes(
+        hooked: Path, pre_commit_home: Path) -> None:
+    long_name = "l" * 240 + ".md"  # its temporary file name would be 264 bytes
+    write_page(hooked, long_name)
+    git(hooked, "add", "-A")
+    assert f"{PAGES}/{long_name}:1:1: EV035" in refused(hooked, pre_commit_home, "EV035")
+    git(hooked, "mv", f"{PAGES}/{long_name}", f"{PAGES}/{'l' * 231}.md")
+    passes(hooked, pre_commit_home)

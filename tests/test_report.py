@@ -100,7 +100,7 @@ def test_no_findings(fmt: str, expected: str) -> None:
 def test_no_findings_sarif() -> None:
     log = validate_sarif(render("sarif", make_input([])))
     assert log["runs"][0]["results"] == []
-    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == 21
+    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == 22
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from helpers_writer import (
     ok,
     page,
     page_hash,
+    refused,
     runtime,
     snapshot,
 )
@@ -29,9 +30,11 @@ from helpers_writer import (
 from echoes_lint import engine
 
 # `end` below writes 5 files in this order: auth.md, tokens.md, the session entry, the index and
-# the state. The intent file is written first; each write has a step before its replacement.
-END_STEPS = ["end:intent:tmp", "end:intent",
-             *(f"end:{number}{suffix}" for number in range(1, 6) for suffix in (":tmp", ""))]
+# the state. Every temporary file is written first (`end:N:tmp`), then the intent's; the intent is
+# renamed into place (`end:intent`), then each file (`end:N`). Before the intent's rename nothing
+# is recorded and nothing changes; from it on, the change is completed by the next writer.
+UNRECORDED_STEPS = [*(f"end:{number}:tmp" for number in range(1, 6)), "end:intent:tmp"]
+END_STEPS = [*UNRECORDED_STEPS, "end:intent", *(f"end:{number}" for number in range(1, 6))]
 NEW_AUTH = page("Auth, second edition.")
 TOKENS = page("Token rules.")
 
@@ -64,13 +67,18 @@ def test_a_killed_end_is_completed_or_absent_after_the_next_command(git_repo: Pa
     killed_end(git_repo, payload, step)
     # A killed writer leaves its lock behind; the next command sees its owner is gone.
     assert (git_repo / LOCK).exists()
-    result = ok(runtime(git_repo, "hydrate"))
+    result = ok(runtime(git_repo, "rebuild-index"))
     after = snapshot(git_repo)
     assert not (git_repo / LOCK).exists() and not (git_repo / INTENT).exists()
     assert not [path for path in after if path.endswith(".echoes-tmp")]
-    if step == "end:intent:tmp":
+    if step in UNRECORDED_STEPS:
         assert "recovered" not in result
-        assert without_state(after) == without_state(before)
+        # At most the empty date folder of the entry that was never written stays.
+        assert {path: data for path, data in without_state(after).items()
+                if not path.startswith("EchoesVault/daily/")} == {
+            path: data for path, data in without_state(before).items()
+            if not path.startswith("EchoesVault/daily/")}
+        assert daily_entries(git_repo) == {}
         return
     assert result["recovered"]["operation"] == "end"
     assert result["recovered"]["superseded"] == []
@@ -85,7 +93,7 @@ def test_a_killed_end_is_completed_or_absent_after_the_next_command(git_repo: Pa
 
 
 def test_an_engine_that_ignores_the_intent_still_sees_a_valid_vault(git_repo: Path) -> None:
-    killed_end(git_repo, prepared(git_repo), "end:2:tmp")
+    killed_end(git_repo, prepared(git_repo), "end:2")
     health = ok(cli(git_repo, "status"))["health"]
     assert health["invalidFrontmatter"] == [] and health["indexBuildErrors"] == []
     assert health["conflictMarkers"] == [] and health["unreadableFiles"] == []
@@ -96,11 +104,19 @@ def test_a_file_changed_by_another_writer_after_the_crash_is_not_overwritten(
     killed_end(git_repo, prepared(git_repo), "end:intent")
     foreign = page("Rewritten by another engine.")
     (git_repo / PAGES / "auth.md").write_text(foreign)
-    result = ok(runtime(git_repo, "append", "--payload", "-", payload={"entry": "after"}))
-    assert result["recovered"]["superseded"] == ["EchoesVault/pages/auth.md"]
+    (git_repo / LOCK).unlink()  # the killed writer's
+    before = snapshot(git_repo, temporaries=False)
+    error = refused(runtime(git_repo, "append", "--payload", "-", payload={"entry": "after"}))
+    # The change set no longer fits the vault: none of it is applied, and the way out is named.
+    assert "EchoesVault/pages/auth.md changed since" in error and "was not applied" in error
+    assert error.endswith(engine.DISCARD_COMMAND)
+    assert snapshot(git_repo) == before
+    discarded = ok(runtime(git_repo, *engine.DISCARD_COMMAND.split()[4:]))
+    assert discarded["discardedInterruptedWrite"]["operation"] == "end"
+    ok(runtime(git_repo, "append", "--payload", "-", payload={"entry": "after"}))
     assert (git_repo / PAGES / "auth.md").read_text() == foreign
-    assert (git_repo / PAGES / "tokens.md").read_text() == TOKENS
-    assert len(daily_entries(git_repo)) == 2
+    assert not (git_repo / PAGES / "tokens.md").exists()
+    assert len(daily_entries(git_repo)) == 1
 
 
 def test_a_failed_command_after_recovery_says_what_was_recovered(git_repo: Path) -> None:
@@ -125,26 +141,26 @@ def test_an_unreadable_intent_stops_writers_without_guessing(git_repo: Path) -> 
     init_vault(git_repo)
     (git_repo / INTENT).write_text(json.dumps({"version": 99}))
     before = snapshot(git_repo)
-    refused = runtime(git_repo, "hydrate")
-    assert refused.returncode == 2 and "cannot read" in json.loads(refused.stderr)["error"]
+    error = refused(runtime(git_repo, "rebuild-index"))
+    assert "intent version 99" in error and error.endswith(engine.DISCARD_COMMAND)
     assert snapshot(git_repo) == before
 
 
 def test_a_killed_init_is_completed_by_the_next_init(git_repo: Path, tmp_path: Path) -> None:
     reference = init_repo(tmp_path / "reference")
     init_vault(reference)
-    killed = cli(git_repo, "init", env={engine.CRASH_ENV: "init:6:tmp"})
+    killed = cli(git_repo, "init", env={engine.CRASH_ENV: "init:6"})
     assert killed.returncode == -signal.SIGKILL
     assert "recovered" in init_vault(git_repo)
     assert snapshot(git_repo) == snapshot(reference)
 
 
-def test_status_reports_an_interrupted_write_until_hydrate_finishes_it(git_repo: Path) -> None:
+def test_status_reports_an_interrupted_write_until_a_writer_finishes_it(git_repo: Path) -> None:
     payload = prepared(git_repo)
     killed_end(git_repo, payload, "end:2")
     health = ok(cli(git_repo, "status"))["health"]
     assert health["interruptedWrites"] == ["../.echoes-vault/intent.json"]
     assert health["integrity"] == "attention"
     assert "interrupted multi-file write" in cli(git_repo, "status", "--format", "card").stdout
-    ok(cli(git_repo, "hydrate"))
+    ok(cli(git_repo, "rebuild-index"))
     assert ok(cli(git_repo, "status"))["health"]["interruptedWrites"] == []

@@ -127,7 +127,9 @@ def test_an_unsupported_protocol_leaves_the_vault_untouched(git_repo: Path,
     marker.write_text(json.dumps({**MARKER, "protocolVersion": "2.0.0"}))
     (git_repo / LOCK.parent / "state.json").unlink()
     before = snapshot(git_repo)
-    payload = {"entry": "x", "filename": "a.md", "content": page(), "dailySummary": "x"}
+    # Each command's own keys: the engine refuses a key it does not accept.
+    payload = {"append": {"entry": "x"}, "upsert": {"filename": "a.md", "content": page()},
+               "end": {"dailySummary": "x"}}.get(command[0], {})
     message = refused(cli(git_repo, *command, payload=payload))
     assert "2.0.0" in message and "Refusing to write" in message
     assert snapshot(git_repo) == before

@@ -1,5 +1,6 @@
 """EV031 unsafe-page-name: entries of `pages/` that are not pages, page names the engine's name
-rules reject, and vault names Windows cannot check out (a warning)."""
+rules reject, and vault names Windows cannot check out (a warning).
+EV035 page-name-too-long: a page name the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from echoes_lint import engine
 from echoes_lint.findings import Finding, Severity
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
-CODES = frozenset({"EV031"})
+CODES = frozenset({"EV031", "EV035"})
 
 PAGES_PREFIX = f"{engine.VAULT_DIR}/pages/"
 _WINDOWS_RESERVED = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])", re.IGNORECASE)
@@ -103,3 +104,17 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("EV031", relative, 1, 1,
                           f"name `{name}` {problem}; rename it so the vault checks out there",
                           severity=Severity.WARNING)
+    yield from _too_long(ctx)
+
+
+def _too_long(ctx: Context) -> Iterator[Finding]:
+    for document in ctx.scan.pages:
+        length = engine.temporary_name_overflow(document.name)
+        if length is not None:
+            limit = engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD
+            yield ctx.finding(
+                "EV035", document.path, 1, 1,
+                f"page name `{document.name}` is {len(document.name.encode('utf-8'))} bytes; "
+                f"engines write a page through a temporary file with a {length}-byte name, over "
+                f"the {engine.PORTABLE_NAME_MAX}-byte limit of common file systems, so no update "
+                f"of it can be saved; rename it to at most {limit} bytes (UTF-8)")
