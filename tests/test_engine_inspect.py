@@ -417,8 +417,11 @@ def test_entries_of_pages_that_are_not_pages_are_reported(vault_repo: Path) -> N
     assert health["totalPages"] == 2
 
 
-def test_no_command_is_a_protocol_error(tmp_path: Path) -> None:
-    assert_protocol_error(run_cli(cwd=tmp_path), "required")
+def test_no_command_is_a_protocol_error_for_the_runtime(tmp_path: Path) -> None:
+    # Agents call the runtime; `echoes-lint` without a command prints its usage instead.
+    runtime = subprocess.run([sys.executable, "-I", str(ENGINE_FILE)], cwd=tmp_path,
+                             capture_output=True, text=True, check=False)
+    assert_protocol_error(runtime, "required")
 
 
 @pytest.mark.parametrize("kind", ["uninitialized", "legacy"])
