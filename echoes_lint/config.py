@@ -159,7 +159,7 @@ def load_config(workspace: Path, explicit: Optional[Path] = None) -> Config:
     """The configuration for a repository root: `explicit`, else `.echoes-lint.toml`, else the
     `[tool.echoes-lint]` table of pyproject.toml, else defaults."""
     if explicit is not None:
-        if not os.path.exists(explicit):
+        if not explicit.is_file():  # stat only: a FIFO is never opened
             raise ConfigError(f"configuration file not found: {explicit}")
         candidates = [explicit]
     else:
