@@ -403,6 +403,8 @@ def _read_marker(scan: engine.Scan, index: Optional[frozenset[str]] = None,
     else:
         scan.marker_exists, scan.marker_value, scan.marker_error = \
             engine.read_marker_file(scan.vault)
+        if scan.marker_error:
+            engine.note_special(scan, MARKER_PATH)
 
 
 def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Optional[str]:

@@ -1121,7 +1121,7 @@ def is_special_mode(mode: int) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
 
 
-def _note_special(scan: Scan, relative: str) -> None:
+def note_special(scan: Scan, relative: str) -> None:
     try:
         special = is_special_mode(os.lstat(scan.workspace / relative).st_mode)
     except OSError:
@@ -1210,7 +1210,7 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
         if adapter_error:
             failed.append(relative)
     for relative in failed:
-        _note_special(scan, relative)
+        note_special(scan, relative)
     if git:
         worker.join()
         scan.git = git_facts[0]
