@@ -47,10 +47,10 @@ def test_unused_and_unknown_codes_are_reported_where_the_comment_is(repo: Path) 
 
 
 def test_suppression_parsing_is_linear(repo: Path) -> None:
-    """8,000 unclosed comment openings on one line, then a broken link under it: a lazy
-    regular expression rescans the line from every opening (minutes); a linear scan does not.
-    The timeout is a hang guard, not a measurement."""
-    opening = "<!-- echoes-lint-disable-next-line EV050 "
+    """8,000 unclosed comment openings on one line of 7.5 MB, then a broken link under it: a
+    lazy regular expression rescans the rest of the line from every opening (minutes); a linear
+    scan does not. The timeout is a hang guard, not a measurement."""
+    opening = "<!-- echoes-lint-disable-next-line EV050 " + "-" * 900
     line = opening * 8000 + "\n"
     write(repo, f"{PAGES}/many.md", page(body=line + "[[nowhere]]\n" + (
         "<!-- echoes-lint-disable-next-line EV050 -->" * 8000) + "\n[[gone]]\n"))
