@@ -65,7 +65,9 @@ class CheckResult:
         """Repository-relative path (as findings show it) -> printable lines, for the files that
         have findings."""
         wanted = {finding.path for finding in self.findings}
-        sources = {}
+        sources: dict[str, list[str]] = {}
+        if not wanted:
+            return sources
         for document in self.scan.documents():
             path = printable(self.prefix + document.path)
             if document.text is not None and path in wanted:

@@ -928,7 +928,8 @@ class GitFacts:
     untracked: Tuple[str, ...] = ()
     ignored: Tuple[str, ...] = ()
     error: Optional[str] = None
-    """Why Git could not be asked (git's own message), when `available` is false."""
+    """Git's own message when a call failed (the gates refuse to pass then; `status` only
+    reports `available`)."""
 
 
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
@@ -1122,6 +1123,7 @@ def is_special_mode(mode: int) -> bool:
 
 
 def note_special(scan: Scan, relative: str) -> None:
+    """Record a managed file that could not be read because it is a FIFO, socket or device."""
     try:
         special = is_special_mode(os.lstat(scan.workspace / relative).st_mode)
     except OSError:
