@@ -100,7 +100,7 @@ def error(message: str) -> int:
 
 
 def write_text(text: str, output_file: Optional[str]) -> None:
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "backslashreplace")  # never fail while reporting
     if output_file is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

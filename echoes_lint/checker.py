@@ -20,7 +20,7 @@ import re
 import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -33,12 +33,17 @@ from echoes_lint.config import (
     load_config,
     validate_codes,
 )
-from echoes_lint.findings import Finding, Severity
+from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context
 
 VAULT = engine.VAULT_DIR
 _GIT_SCOPE = (VAULT, *engine.LOCAL_ONLY_PATHS)
-_SUPPRESSION = re.compile(r"<!--\s*echoes-lint-disable-next-line\b(.*?)-->")
+SUPPRESSION = "echoes-lint-disable-next-line"
+# Findings that `status` counts as issues: a comment in the file cannot make them go away.
+UNSUPPRESSIBLE = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV022", "EV040", "EV041", "EV042")
+# What `ci` holds the repository's configuration to: conflict markers, frontmatter, tracked
+# index and state, and collisions stay on unless the workflow itself switches them off.
+PROTOCOL_FATAL = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV030")
 
 
 @dataclass(frozen=True)
@@ -57,11 +62,49 @@ class CheckResult:
         return self.vault[: -len(VAULT)]
 
     def sources(self) -> dict[str, list[str]]:
-        """Repository-relative path -> lines, for the files that have findings."""
+        """Repository-relative path (as findings show it) -> printable lines, for the files that
+        have findings."""
         wanted = {finding.path for finding in self.findings}
-        return {self.prefix + document.path: document.text.split("\n")
-                for document in self.scan.documents()
-                if document.text is not None and self.prefix + document.path in wanted}
+        sources: dict[str, list[str]] = {}
+        if not wanted:
+            return sources
+        for document in self.scan.documents():
+            path = printable(self.prefix + document.path)
+            if document.text is not None and path in wanted:
+                sources[path] = [printable(line, keep="\t") for line in document.text.split("\n")]
+        return sources
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, keep: str = "") -> str:
+    """Text that cannot break a line, move the cursor or fail to encode: control characters
+    (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
+    not UTF-8 (surrogates from os.fsdecode) become `\\xff`. Used for every path and message a
+    gate prints, so that a hostile file name stays one visible piece of one line."""
+    if not _UNPRINTABLE.search(text):
+        return text
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that os.fsdecode could not decode
+            return f"\\x{code - 0xDC00:02x}"
+        if char in _ESCAPES:
+            return _ESCAPES[char]
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _UNPRINTABLE.sub(escape, text)
+
+
+def _printable_finding(finding: Finding) -> Finding:
+    return Finding(printable(finding.path), finding.line, finding.col, finding.code,
+                   printable(finding.message), finding.severity,
+                   None if finding.fix is None else printable(finding.fix))
 
 
 def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
@@ -75,23 +118,32 @@ def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
 def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                paths: Optional[Sequence[str]] = None, config: Optional[Config] = None,
                select: Sequence[str] = (), ignore: Sequence[str] = (),
-               staged: bool = False) -> CheckResult:
+               staged: bool = False, guard: bool = False) -> CheckResult:
     """Check the vault of the repository that contains `workspace`.
 
     `vault_dir` (relative to the repository root) overrides the configuration's `vault-dir`;
     `paths` are files or folders, relative to `workspace` or absolute; `select` replaces the
-    configuration's selection and `ignore` adds to its ignores. Raises `ConfigError` for usage
-    and configuration problems (no vault, unknown codes, a path that does not exist).
+    configuration's selection and `ignore` adds to its ignores. With `guard` (what `ci` asks),
+    the configuration and suppression comments, which a pull request can change, cannot switch
+    off the protocol-fatal rules or the rules `select` names; only `select`/`ignore` can.
+    Raises `ConfigError` for usage and configuration problems (no vault, unknown codes, a path
+    that does not exist) and `GitUnavailable` when Git exists but cannot be asked.
     """
     workspace = _directory(workspace)
-    top = (engine.run_git(workspace, ["rev-parse", "--show-toplevel"]) or b"").strip()
-    in_git = bool(top)
-    repo_root = Path(os.fsdecode(top)).resolve() if in_git else workspace
+    top = _repository_top(workspace)
+    in_git = top is not None
+    repo_root = top if top is not None else workspace
     if config is None:
         config = load_config(repo_root)
-    select_codes = validate_codes(select, "--select") or config.select
-    ignore_codes = (*config.ignore, *validate_codes(ignore, "--ignore"))
-    enabled = enabled_codes(select_codes, ignore_codes)
+    explicit_select = validate_codes(select, "--select")
+    explicit_ignore = validate_codes(ignore, "--ignore")
+    enabled = enabled_codes(explicit_select or config.select, (*config.ignore, *explicit_ignore))
+    protected: frozenset[str] = frozenset()
+    if guard:
+        wanted = enabled_codes(explicit_select, explicit_ignore)
+        protected = frozenset(code for code in wanted if explicit_select
+                              or code.startswith(PROTOCOL_FATAL))
+        enabled |= protected
     root, prefix = _locate_vault(repo_root, vault_dir or config.vault_dir)
     git = in_git and bool(enabled & GIT_CODES)
 
@@ -116,14 +168,54 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     for codes, check in FAMILIES:
         if codes & enabled:
             findings.extend(finding for finding in check(context) if finding.code in enabled)
+    findings = _apply_suppressions(findings, context, config, enabled, protected)
     if only is not None:
         findings = [finding for finding in findings if finding.code in REPOSITORY_CODES
                     or any(finding.path == item or finding.path.startswith(item + "/")
                            for item in only)]
-    findings = _apply_suppressions(findings, context, config)
+    findings = [_printable_finding(finding) for finding in findings]
     findings.sort(key=Finding.sort_key)
     return CheckResult(workspace, repo_root, context.scan, findings, config,
                        prefix + VAULT)
+
+
+class GitUnavailable(ConfigError):
+    """The workspace is in a Git repository that git cannot read: a gate that cannot look must
+    not pass."""
+
+
+def _git_problem(where: Path, cause: Optional[str]) -> GitUnavailable:
+    cause = " ".join((cause or "git failed").split())
+    if "not installed" in cause:
+        fix = "install Git and put `git` on PATH"
+    elif "dubious ownership" in cause or "safe.directory" in cause:
+        fix = (f"if you trust this repository, run "
+               f"`git config --global --add safe.directory {engine.shell_quote(str(where))}`")
+    else:
+        fix = "repair the repository (`git status` shows what Git refuses)"
+    return GitUnavailable(f"{where} is a Git repository, but git cannot read it: {cause}; "
+                          f"{fix}, then run the check again")
+
+
+def _repository_top(workspace: Path) -> Optional[Path]:
+    """The repository root, or None outside Git. Inside a repository (a `.git` above the
+    workspace) that git cannot read, raise: never check as if Git were not there."""
+    top, cause = engine.git_output(workspace, ["rev-parse", "--show-toplevel"])
+    if top is not None and top.strip():
+        return Path(os.fsdecode(top.strip())).resolve()
+    marked = next((folder for folder in (workspace, *workspace.parents)
+                   if os.path.lexists(folder / ".git")), None)
+    if marked is None and not os.environ.get("GIT_DIR"):
+        return None
+    raise _git_problem(marked or workspace, cause)
+
+
+def _git(root: Path, args: Sequence[str], stdin: Optional[bytes] = None) -> list[str]:
+    """The NUL-separated paths a git command prints; GitUnavailable when it fails."""
+    output, cause = engine.git_output(root, args, stdin)
+    if output is None:
+        raise _git_problem(root, cause)
+    return engine.split_nul(output)
 
 
 def _directory(workspace: Path) -> Path:
@@ -154,12 +246,17 @@ def _locate_vault(repo_root: Path, vault_dir: Optional[str]) -> tuple[Path, str]
             return _locate_vault(repo_root, found)
         where = f"{relative}/{VAULT}" if relative != "." else VAULT
         raise NoVault(f"no vault at {where!r} in {repo_root}; pass --vault-dir or set "
-                      "`vault-dir` in [tool.echoes-lint]")
+                      "`vault-dir` in [tool.echoes-lint]", configured=vault_dir is not None)
     return parent, "" if relative == "." else relative + "/"
 
 
 class NoVault(ConfigError):
     """The repository has no vault where the configuration says, and none to find."""
+
+    def __init__(self, message: str, configured: bool) -> None:
+        super().__init__(message)
+        self.configured = configured
+        """A vault folder was named (option or configuration), so its absence is an error."""
 
 
 def _only_tracked_vault(repo_root: Path) -> Optional[str]:
@@ -195,9 +292,17 @@ def _resolve_paths(workspace: Path, root: Path,
 
 def _whole_context(root: Path, prefix: str, git: bool) -> Context:
     scan = engine.scan_workspace(root, git=git)
+    if git and (scan.git.error or not scan.git.available):
+        raise _git_problem(root, scan.git.error)
     available = scan.git.available
-    return Context(scan, prefix, available, frozenset(scan.git.tracked) if available else
-                   frozenset(), None, lambda: _staged_changes(root))
+    index = frozenset(scan.git.tracked) if available else frozenset()
+    # A tracked vault path that the walk did not find as a file is deleted, or a gitlink (a
+    # submodule: a folder on disk, empty in a clone without --recursive).
+    gitlinks = frozenset(path for path in index if path.startswith(VAULT + "/")
+                         and path not in scan.files and os.path.isdir(root / path)
+                         and not os.path.islink(root / path))
+    return Context(scan, prefix, available, index, None, lambda: _staged_changes(root),
+                   gitlinks=gitlinks)
 
 
 def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
@@ -224,9 +329,12 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
         elif stat.S_ISREG(info.st_mode):
             scan.files[relative] = (info.st_size, info.st_mtime)
             _classify(scan, relative, load)
+        elif engine.is_special_mode(info.st_mode):
+            scan.special.append(relative)
     index: frozenset[str] = frozenset()
+    gitlinks: frozenset[str] = frozenset()
     if git:
-        index = frozenset(_ls_files(root))
+        index, gitlinks = _ls_files(root)
         outside = [path for path in scan.files if path not in index] if untracked else []
         ignored = _ignored(root, outside) if outside else set()
         scan.git = engine.GitFacts(True, tuple(sorted(index)),
@@ -235,7 +343,7 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
     _read_marker(scan, index if git else None)
     engine.finish_scan(scan)
     return Context(scan, prefix, git, index, frozenset(scan.files) | frozenset(scan.symlinks),
-                   lambda: _staged_changes(root))
+                   lambda: _staged_changes(root), gitlinks=gitlinks)
 
 
 def _staged_context(root: Path, prefix: str) -> Context:
@@ -257,12 +365,12 @@ def _staged_context(root: Path, prefix: str) -> Context:
             contents[path] = blobs[sha]
             scan.files[path] = (len(blobs[sha]), 0.0)
             _classify(scan, path, load)
-    index = frozenset(_ls_files(root))
+    index, gitlinks = _ls_files(root)
     scan.git = engine.GitFacts(True, tuple(sorted(index)))
     _read_marker(scan, index, contents.get(MARKER_PATH))
     engine.finish_scan(scan)
     return Context(scan, prefix, True, index, frozenset(scan.files) | frozenset(scan.symlinks),
-                   lambda: changes)
+                   lambda: changes, gitlinks=gitlinks)
 
 
 def _classify(scan: engine.Scan, relative: str,
@@ -297,6 +405,8 @@ def _read_marker(scan: engine.Scan, index: Optional[frozenset[str]] = None,
     else:
         scan.marker_exists, scan.marker_value, scan.marker_error = \
             engine.read_marker_file(scan.vault)
+        if scan.marker_error:
+            engine.note_special(scan, MARKER_PATH)
 
 
 def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Optional[str]:
@@ -314,22 +424,33 @@ def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Option
 # --- Git --------------------------------------------------------------------------------------
 
 
-def _ls_files(root: Path) -> list[str]:
-    return engine.split_nul(engine.run_git(root, ["ls-files", "-z", "--cached", "--",
-                                                  *_GIT_SCOPE]))
+GITLINK_MODE = "160000"
+
+
+def _ls_files(root: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """(paths in Git's index under the Git scope, the gitlinks among them)."""
+    paths, gitlinks = set(), set()
+    for entry in _git(root, ["ls-files", "-z", "--cached", "--stage", "--", *_GIT_SCOPE]):
+        meta, _, path = entry.partition("\t")  # `<mode> <id> <stage>\t<path>`
+        paths.add(path)
+        if meta.startswith(GITLINK_MODE):
+            gitlinks.add(path)
+    return frozenset(paths), frozenset(gitlinks)
 
 
 def _ignored(root: Path, paths: Sequence[str]) -> set[str]:
     """The paths that Git's ignore rules hide (`git check-ignore` exits 1 when none are)."""
     data = b"".join(os.fsencode(path) + b"\0" for path in paths)
-    return set(engine.split_nul(engine.run_git(root, ["check-ignore", "-z", "--stdin"], data)))
+    output, cause = engine.git_output(root, ["check-ignore", "-z", "--stdin"], data)
+    if output is None and cause and not cause.startswith("git check-ignore exited 1"):
+        raise _git_problem(root, cause)
+    return set(engine.split_nul(output))
 
 
 def _staged_entries(root: Path) -> list[tuple[str, str, str, str]]:
     """(status, new mode, new blob id, path) for every staged change under the Git scope."""
-    output = engine.run_git(root, ["diff", "--cached", "--raw", "-z", "--no-renames",
-                                   "--no-abbrev", "--", *_GIT_SCOPE])
-    items = engine.split_nul(output)
+    items = _git(root, ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
+                        *_GIT_SCOPE])
     entries = []
     for meta, path in zip(items[::2], items[1::2]):
         _old_mode, new_mode, _old_sha, new_sha, status = meta.lstrip(":").split(" ")
@@ -350,7 +471,9 @@ def _blobs(root: Path, shas: Sequence[str]) -> dict[str, bytes]:
             ["git", "cat-file", "--batch"], cwd=str(root), input="\n".join(shas).encode() + b"\n",
             capture_output=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise ConfigError(f"cannot read the staged files: {exc}") from exc
+        raise _git_problem(root, f"cannot read the staged files: {exc}") from exc
+    if completed.returncode != 0:
+        raise _git_problem(root, completed.stderr.decode("utf-8", "backslashreplace"))
     output, position, blobs = completed.stdout, 0, {}
     while position < len(output):
         header_end = output.index(b"\n", position)
@@ -367,36 +490,112 @@ def _blobs(root: Path, shas: Sequence[str]) -> dict[str, bytes]:
 # --- suppressions ----------------------------------------------------------------------------
 
 
-def _suppressed_lines(text: str) -> dict[int, tuple[str, ...]]:
-    """Line -> codes silenced there by a comment on the line before (empty tuple: all)."""
-    lines: dict[int, tuple[str, ...]] = {}
-    if "echoes-lint-disable-next-line" not in text:
-        return lines
+@dataclass
+class Suppression:
+    """One `<!-- echoes-lint-disable-next-line [CODES] -->` comment."""
+
+    line: int
+    col: int
+    codes: tuple[str, ...]
+    """Upper-cased codes or prefixes as written; empty silences every rule."""
+    used: set[str] = field(default_factory=set)
+    refused: set[str] = field(default_factory=set)
+    """Codes of findings on the next line that it may not silence."""
+
+
+def _comment(line: str) -> Optional[tuple[int, str]]:
+    """(0-based column, text after the keyword) of the first suppression comment on a line.
+
+    Each `<!--` is matched with the next `-->` and the scan resumes after it, so a line is read
+    a constant number of times however many comments it holds (a regular expression with a lazy
+    `.*?-->` rescans the rest of the line from every `<!--`)."""
+    start = 0
+    while True:
+        opening = line.find("<!--", start)
+        if opening < 0:
+            return None
+        closing = line.find("-->", opening + 4)
+        if closing < 0:
+            return None
+        body = line[opening + 4:closing].lstrip()
+        rest = body[len(SUPPRESSION):]
+        if body.startswith(SUPPRESSION) and not (rest[:1].isalnum() or rest[:1] == "_"):
+            return opening, rest
+        start = closing + 3
+
+
+def parse_suppressions(text: str) -> dict[int, Suppression]:
+    """Line a comment applies to (the one after it) -> the comment."""
+    found: dict[int, Suppression] = {}
+    if SUPPRESSION not in text:
+        return found
     for number, line in enumerate(text.split("\n"), 1):
-        match = _SUPPRESSION.search(line)
-        if match:
-            lines[number + 1] = tuple(match.group(1).replace(",", " ").upper().split())
-    return lines
+        if SUPPRESSION in line:
+            comment = _comment(line)
+            if comment is not None:
+                found[number + 1] = Suppression(number, comment[0] + 1, tuple(
+                    comment[1].replace(",", " ").upper().split()))
+    return found
 
 
-def _apply_suppressions(findings: list[Finding], context: Context,
-                        config: Config) -> list[Finding]:
-    if not findings:
-        return findings
-    texts = {context.path(document.path): document.text for document in context.scan.documents()
-             if document.text is not None}
-    cache: dict[str, dict[int, tuple[str, ...]]] = {}
+def _apply_suppressions(findings: list[Finding], context: Context, config: Config,
+                        enabled: frozenset[str], protected: frozenset[str]) -> list[Finding]:
+    """Drop what per-file-ignores and suppression comments silence, except findings that
+    `status` counts as issues and (in `ci`) protected codes; then report the comments that
+    silenced nothing (EV043) or name no rule (EV044)."""
+    comments = {context.path(document.path): parse_suppressions(document.text)
+                for document in context.documents()
+                if document.text is not None and SUPPRESSION in document.text}
     kept = []
     for finding in findings:
         ignored = ignored_by_path(config, finding.path)
-        if ignored and finding.code.startswith(ignored):
+        if ignored and finding.code.startswith(ignored) and finding.code not in protected:
             continue
-        text = texts.get(finding.path)
-        if text is not None:
-            if finding.path not in cache:
-                cache[finding.path] = _suppressed_lines(text)
-            codes = cache[finding.path].get(finding.line)
-            if codes is not None and (not codes or finding.code.startswith(codes)):
+        comment = comments.get(finding.path, {}).get(finding.line)
+        matching = ([code for code in comment.codes if finding.code.startswith(code)]
+                    if comment is not None and comment.codes else [""])
+        if comment is not None and matching:
+            if finding.code.startswith(UNSUPPRESSIBLE) or finding.code in protected:
+                comment.refused.add(finding.code)
+            else:
+                comment.used.update(matching)
                 continue
         kept.append(finding)
+    for path, table in comments.items():
+        for comment in table.values():
+            for finding in _comment_findings(path, comment, enabled):
+                ignored = ignored_by_path(config, path)
+                if not (ignored and finding.code.startswith(ignored)):
+                    kept.append(finding)
     return kept
+
+
+def _comment_findings(path: str, comment: Suppression,
+                      enabled: frozenset[str]) -> Iterable[Finding]:
+    unknown = [code for code in comment.codes if not any(rule.startswith(code) for rule in RULES)]
+    if unknown and "EV044" in enabled:
+        yield Finding(path, comment.line, comment.col, "EV044",
+                      f"suppression comment names no rule: {', '.join(unknown)}; "
+                      "run `echoes-lint rule --all` for the codes",
+                      RULES["EV044"].severity, f"remove {', '.join(unknown)} from the comment")
+    if "EV043" not in enabled:
+        return
+    # A code is unused only when every rule it names ran: a hook that checks a few rules
+    # cannot tell whether a comment for another rule still matters.
+    unused = [code for code in (comment.codes or ("",)) if code not in unknown
+              and code not in comment.used
+              and all(rule in enabled for rule in RULES if rule.startswith(code))]
+    if not unused and comment.refused and not comment.used:
+        unused = list(comment.codes or ("",))
+    if not unused:
+        return
+    what = ", ".join(unused) if comment.codes else "every rule"
+    if comment.refused:
+        reason = (f"cannot silence {', '.join(sorted(comment.refused))}: `status` counts it as "
+                  "an issue (or the workflow protects it), so fix the finding instead")
+    else:
+        reason = f"line {comment.line + 1} has no finding for {what} to silence"
+    yield Finding(path, comment.line, comment.col, "EV043",
+                  f"unused suppression comment: {reason}", RULES["EV043"].severity,
+                  "delete the comment" if len(unused) == len(comment.codes or ("",))
+                  else f"remove {', '.join(unused)} from the comment")

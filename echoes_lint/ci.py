@@ -12,17 +12,19 @@ configuration or internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
 import shlex
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.check import Parser, UsageError, add_scope_options, guarded, write_text
-from echoes_lint.checker import CheckResult, run_checks
+from echoes_lint.checker import CheckResult, printable, run_checks
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.report import ReportInput, render, summary_line
@@ -58,25 +60,58 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sarif", default=None, metavar="FILE",
                         help="also write a SARIF 2.1.0 log to FILE")
     parser.add_argument("--args", default="", metavar="STRING",
-                        help="more of these options in one string, split into words like a "
-                             "shell would but never run by one (the Action's `args` input)")
+                        help="more options in one string (" + ", ".join(ARGS_OPTIONS)
+                             + "), split into words like a shell would but never run by one "
+                               "(the Action's `args` input)")
+    return parser
+
+
+# What the Action's free-form `args` input may carry: rule selection and configuration. The
+# outputs (`--sarif`, the summary, annotations) and `--help` belong to dedicated inputs, so that
+# `args` can neither redirect a file write nor turn the gate into a run that checks nothing.
+ARGS_OPTIONS = ("--select", "--ignore", "--config", "--vault-dir", "--fail-on")
+
+
+def _args_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="echoes-lint ci --args", add_help=False, allow_abbrev=False)
+    parser.add_argument("--select", action="append", default=[])
+    parser.add_argument("--ignore", action="append", default=[])
+    parser.add_argument("--config", default=None)
+    parser.add_argument("--vault-dir", default=None)
+    parser.add_argument("--fail-on", choices=FAIL_ON, default=None)
     return parser
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    """Parse argv, then the words of `--args` on top of it."""
-    parser = build_parser()
-    options = parser.parse_args(list(argv))
+    """Parse argv, then the words of `--args`, which may add to the rule selection and name a
+    configuration but never replace an option that argv set."""
+    options = build_parser().parse_args(list(argv))
     extra = options.args
     if extra.strip():
         try:
             words = shlex.split(extra)
         except ValueError as exc:
             raise UsageError(f"--args: cannot split {extra!r} into words: {exc}") from None
+        reserved = {option for action in build_parser()._actions
+                    for option in action.option_strings} - set(ARGS_OPTIONS)
+        for word in words:
+            name = word.split("=", 1)[0]
+            if name == "--args":
+                raise UsageError("--args cannot contain --args")
+            if name in reserved:
+                raise UsageError(f"--args cannot carry {name}; it takes only "
+                                 f"{', '.join(ARGS_OPTIONS)} (the other options have inputs)")
+        added = _args_parser().parse_args(words)
+        options.select += added.select
+        options.ignore += added.ignore
+        for name in ("config", "vault_dir", "fail_on"):
+            value = getattr(added, name)
+            if value is not None:
+                if getattr(options, name) is not None:
+                    raise UsageError(f"--args cannot replace --{name.replace('_', '-')}, "
+                                     "which is already set")
+                setattr(options, name, value)
         options.args = ""
-        parser.parse_args(words, namespace=options)
-        if options.args:
-            raise UsageError("--args cannot contain --args")
     return options
 
 
@@ -99,7 +134,7 @@ def status_issues(health: Mapping[str, Any]) -> list[str]:
     issues = [f"{key}: {item}" for key in engine.HEALTH_ISSUE_KEYS for item in health[key]]
     if not health["stateFile"]["valid"]:
         issues.append(f"stateFile: {health['stateFile']['error']}")
-    return issues
+    return [printable(issue) for issue in issues]
 
 
 def card(report: Mapping[str, Any]) -> str:
@@ -107,7 +142,15 @@ def card(report: Mapping[str, Any]) -> str:
     relative to the repository root."""
     health = report["health"]
     quiet = {**health, "git": {**health["git"], "suggestedCommands": []}}
-    return engine.status_card({**report, "health": quiet})
+    return printable(engine.status_card({**report, "health": quiet}), keep="\n")
+
+
+def effective_fail_on(option: Optional[str], configured: str) -> str:
+    """The workflow's `fail-on` wins; without one, the repository's configuration (which a pull
+    request can change) may make the gate stricter, never weaker."""
+    if option:
+        return option
+    return "warning" if configured == "warning" else "error"
 
 
 def _count(number: int, noun: str) -> str:
@@ -135,7 +178,8 @@ def failure(fail_on: str, integrity: str, errors: int, warnings: int) -> Optiona
 
 def log_text(report: Mapping[str, Any], result: CheckResult, commands: Sequence[str],
              issues: Sequence[str], final: str) -> str:
-    """The human report: status card, status issues, every finding with its source line."""
+    """The human report: status card, status issues, every finding with its source line.
+    Paths, messages and quoted lines are already `printable`: one line each, no escapes."""
     parts = [card(report)]
     if issues:
         parts.append("Status issues:\n" + "".join(f"  {issue}\n" for issue in issues))
@@ -145,6 +189,15 @@ def log_text(report: Mapping[str, Any], result: CheckResult, commands: Sequence[
                      + "".join(f"  {command}\n" for command in commands))
     parts.append(final + "\n")
     return "\n".join(parts)
+
+
+def without_commands(text: str) -> str:
+    """Log text that GitHub Actions prints but never runs: between `::stop-commands::TOKEN` and
+    `::TOKEN::` the runner ignores every workflow command, both `::cmd::` lines and the legacy
+    `##[cmd]` form anywhere in a line. The token is derived from the text, so the text cannot
+    hold the line that ends the block (it would have to contain its own hash)."""
+    token = "echoes-lint-" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+    return f"::stop-commands::{token}\n{text}::{token}::\n"
 
 
 def annotation_commands(findings: Sequence[Finding]) -> str:
@@ -170,7 +223,7 @@ def annotation_commands(findings: Sequence[Finding]) -> str:
 
 def _cell(text: str) -> str:
     """Table-cell Markdown: one line, `|` escaped, HTML outside code spans neutralised."""
-    text = " ".join(text.split())
+    text = " ".join(printable(text).split())
     pieces = text.split("`")
     if len(pieces) % 2 == 0:  # an unpaired backtick is literal text: escape everything
         pieces = [text]
@@ -187,7 +240,8 @@ def _fence(texts: Sequence[str], minimum: int) -> str:
 
 
 def _code(text: str) -> str:
-    """A table-cell code span that holds any text."""
+    """A table-cell code span that holds any text (on one line: control characters escaped)."""
+    text = printable(text)
     fence = _fence([text], 1)
     padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
     return f"{fence}{padded}{fence}".replace("|", "\\|")
@@ -216,9 +270,10 @@ def summary_markdown(report: Mapping[str, Any], findings: Sequence[Finding],
     table = f"**Lint findings**: {summary_line(findings)}\n"
     parts.append(table + "\n" + findings_table(findings) if findings else table)
     if commands:
-        fence = _fence(commands, 3)
+        lines = [printable(command) for command in commands]
+        fence = _fence(lines, 3)
         parts.append("**Fix commands** (run them from the repository root)\n\n"
-                     f"{fence}sh\n" + "".join(f"{command}\n" for command in commands)
+                     f"{fence}sh\n" + "".join(f"{line}\n" for line in lines)
                      + f"{fence}\n")
     if issues:
         parts.append(f"<details><summary>Status issues ({len(issues)})</summary>\n\n"
@@ -231,8 +286,50 @@ def output_lines(name: str, value: str) -> str:
     delimiter derived from the value, which therefore cannot occur in it."""
     if "\n" not in value and "\r" not in value:
         return f"{name}={value}\n"
-    delimiter = "ECHOES_LINT_" + hashlib.sha256(value.encode("utf-8")).hexdigest()
+    delimiter = "ECHOES_LINT_" + hashlib.sha256(value.encode("utf-8", "backslashreplace")
+                                                ).hexdigest()
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def write_inside(base: Path, given: str, data: bytes) -> Path:
+    """Write `data` to `given` (relative to `base`, or absolute) atomically, refusing a path
+    outside `base` and never following a symbolic link: the checked-out repository decides
+    which links exist below `base`. Missing folders are created."""
+    target = Path(os.path.normpath(base / given))
+    try:
+        relative = target.relative_to(base)
+    except ValueError:
+        raise UsageError(f"--sarif {given!r} is outside the workspace {base}") from None
+    if not relative.parts:
+        raise UsageError(f"--sarif {given!r} names the workspace itself, not a file")
+    folder = base
+    for part in relative.parts[:-1]:
+        folder = folder / part
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            os.mkdir(folder)
+            continue
+        if not stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+            raise UsageError(f"--sarif: {folder} is not a folder (a symbolic link is never "
+                             "followed)")
+    if os.path.lexists(target) and not stat.S_ISREG(os.lstat(target).st_mode):
+        raise UsageError(f"--sarif: {target} exists and is not a regular file")
+    temporary = folder / f".{target.name}.{os.getpid()}.echoes-tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(temporary, flags, 0o644)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return target
 
 
 def _append(path: str, text: str) -> None:
@@ -253,13 +350,14 @@ def _run(options: argparse.Namespace) -> int:
     workspace = Path(options.workspace)
     config = load_config(workspace, Path(options.config)) if options.config else None
     result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
-                        select=split_codes(options.select), ignore=split_codes(options.ignore))
-    fail_on = options.fail_on or result.config.fail_on
+                        select=split_codes(options.select), ignore=split_codes(options.ignore),
+                        guard=True)
+    fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
     report = engine.inspect_report(result.scan)
     health = report["health"]
     errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)
     warnings = len(result.findings) - errors
-    commands = fix_commands(result, health["git"])
+    commands = [printable(command) for command in fix_commands(result, health["git"])]
     issues = status_issues(health)
     reason = failure(fail_on, health["integrity"], errors, warnings)
     final = (f"echoes-lint ci: failed (fail-on {fail_on}): {reason}." if reason
@@ -272,17 +370,15 @@ def _run(options: argparse.Namespace) -> int:
         "warning-count": str(warnings),
     }
     if options.sarif:
-        sarif_path = Path(options.sarif).absolute()
-        sarif_path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(render("sarif", ReportInput(result.findings, __version__,
-                                               workspace_uri=result.repo_root.as_uri())),
-                   str(sarif_path))
-        outputs["sarif-file"] = str(sarif_path)
+        sarif = render("sarif", ReportInput(result.findings, __version__,
+                                            workspace_uri=result.repo_root.as_uri()))
+        outputs["sarif-file"] = str(write_inside(Path.cwd(), options.sarif,
+                                                 sarif.encode("utf-8")))
 
-    annotate = options.annotations
-    if annotate is None:
-        annotate = os.environ.get("GITHUB_ACTIONS") == "true"
-    write_text(log_text(report, result, commands, issues, final)
+    actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    annotate = actions if options.annotations is None else options.annotations
+    log = log_text(report, result, commands, issues, final)
+    write_text((without_commands(log) if actions else log)
                + (annotation_commands(result.findings) if annotate else ""), None)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if options.summary and summary_file:

@@ -18,12 +18,15 @@ codes and wrong types are errors: a typo must not silently switch a check off.
 from __future__ import annotations
 
 import fnmatch
+import os
+import stat
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from echoes_lint import engine
 from echoes_lint.findings import RULES
 
 DEDICATED_FILE = ".echoes-lint.toml"
@@ -88,7 +91,7 @@ def ignored_by_path(config: Config, path: str) -> tuple[str, ...]:
     return tuple(codes)
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: Path, text: Optional[str] = None) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:
@@ -98,13 +101,23 @@ def _load_toml(path: Path) -> dict[str, Any]:
             raise ConfigError(f"reading {path} needs the `tomli` package on Python < 3.11; "
                               "run `pip install tomli`") from exc
     try:
-        with path.open("rb") as handle:
-            data: dict[str, Any] = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data: dict[str, Any] = tomllib.loads(_read_text(path) if text is None else text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
     return data
+
+
+def _read_text(path: Path) -> str:
+    """A configuration file's text. A FIFO, socket or device is refused before it is opened
+    (a FIFO would block the check forever); a symbolic link to a regular file is followed."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ConfigError(f"cannot read {path}: not a regular file")
+        return engine.read_bytes(path, follow=True).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
 
 
 def _string_list(value: object, key: str, origin: str) -> list[str]:
@@ -146,30 +159,26 @@ def load_config(workspace: Path, explicit: Optional[Path] = None) -> Config:
     """The configuration for a repository root: `explicit`, else `.echoes-lint.toml`, else the
     `[tool.echoes-lint]` table of pyproject.toml, else defaults."""
     if explicit is not None:
-        if not explicit.is_file():
+        if not explicit.is_file():  # stat only: a FIFO is never opened
             raise ConfigError(f"configuration file not found: {explicit}")
         candidates = [explicit]
     else:
         candidates = [workspace / DEDICATED_FILE, workspace / PYPROJECT_FILE]
     for path in candidates:
+        if not os.path.lexists(path):
+            continue
         if path.name == PYPROJECT_FILE:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                continue
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"cannot read {path}: {exc}") from exc
+            text = _read_text(path)
             # Most pyproject files never mention us: skip the TOML parse (and its import).
             if "echoes-lint" not in text:
                 if explicit is not None:
                     return Config(source=path)
                 continue
-            tool = _load_toml(path).get("tool")
+            tool = _load_toml(path, text).get("tool")
             if not isinstance(tool, dict) or "echoes-lint" not in tool:
                 if explicit is not None:
                     return Config(source=path)
                 continue
             return _parse(tool["echoes-lint"], f"[tool.echoes-lint] of {path}", path)
-        if path.is_file():
-            return _parse(_load_toml(path), str(path), path)
+        return _parse(_load_toml(path), str(path), path)
     return Config()

@@ -876,14 +876,26 @@ def runtime_health(source: Optional[str], problem: Optional[str]) -> Dict[str, A
 def run_git(workspace: Path, args: Sequence[str], stdin: Optional[bytes] = None,
             ) -> Optional[bytes]:
     """Run git in the workspace; None when git is missing, fails, or this is not a repository."""
+    return git_output(workspace, args, stdin)[0]
+
+
+def git_output(workspace: Path, args: Sequence[str], stdin: Optional[bytes] = None,
+               ) -> Tuple[Optional[bytes], Optional[str]]:
+    """(stdout, None) when git succeeds, else (None, why): a gate must be able to say why it
+    could not look, where `status` only reports Git as unavailable."""
     try:
         completed = subprocess.run(
             ["git", *args], cwd=str(workspace), input=stdin, capture_output=True, timeout=60,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return completed.stdout if completed.returncode == 0 else None
+    except FileNotFoundError:
+        return None, "git is not installed or not on PATH"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"cannot run git: {exc}"
+    if completed.returncode == 0:
+        return completed.stdout, None
+    message = completed.stderr.decode("utf-8", "backslashreplace").strip()
+    return None, message[:2000] or f"git {' '.join(args[:1])} exited {completed.returncode}"
 
 
 def split_nul(output: Optional[bytes]) -> List[str]:
@@ -946,6 +958,9 @@ class GitFacts:
     tracked: Tuple[str, ...] = ()
     untracked: Tuple[str, ...] = ()
     ignored: Tuple[str, ...] = ()
+    error: Optional[str] = None
+    """Git's own message when a call failed (the gates refuse to pass then; `status` only
+    reports `available`)."""
 
 
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
@@ -953,14 +968,15 @@ _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GU
 
 def collect_git_facts(workspace: Path) -> GitFacts:
     scope = ["--", *_GIT_SCOPE]
-    tracked = run_git(workspace, ["ls-files", "-z", "--cached", *scope])
+    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", *scope])
     if tracked is None:
-        return GitFacts()
-    untracked = run_git(workspace, ["ls-files", "-z", "--others", "--exclude-standard", *scope])
-    ignored = run_git(workspace, ["ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-                                  *scope])
+        return GitFacts(error=error)
+    untracked, error = git_output(workspace, ["ls-files", "-z", "--others", "--exclude-standard",
+                                              *scope])
+    ignored, ignored_error = git_output(workspace, ["ls-files", "-z", "--others", "--ignored",
+                                                    "--exclude-standard", *scope])
     return GitFacts(True, tuple(split_nul(tracked)), tuple(split_nul(untracked)),
-                    tuple(split_nul(ignored)))
+                    tuple(split_nul(ignored)), error or ignored_error)
 
 
 def git_readiness(facts: GitFacts) -> Dict[str, Any]:
@@ -1030,6 +1046,8 @@ class Scan:
     directories: Dict[str, bool] = dataclasses.field(default_factory=dict)
     symlinks: List[str] = dataclasses.field(default_factory=list)
     unreadable: List[str] = dataclasses.field(default_factory=list)
+    special: List[str] = dataclasses.field(default_factory=list)
+    """FIFOs, sockets and devices where files belong: never opened (a FIFO would block)."""
     state_raw: Any = None
     state_exists: bool = False
     state_error: Optional[str] = None
@@ -1053,17 +1071,23 @@ class Scan:
         yield from self.other_markdown
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+# O_NONBLOCK: opening a FIFO that has no writer would otherwise wait forever; the fstat below
+# then refuses it. Reads of regular files ignore the flag.
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+               | getattr(os, "O_NONBLOCK", 0))
 
 
-def read_bytes(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES) -> bytes:
-    """Read a regular file without following a final symlink; OSError on anything else."""
-    return _read_file(path, limit)[0]
+def read_bytes(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES,
+               follow: bool = False) -> bytes:
+    """Read a regular file, without following a final symlink unless `follow`; OSError on
+    anything else. Never blocks on a FIFO."""
+    return _read_file(path, limit, follow)[0]
 
 
-def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES,
+def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES, follow: bool = False,
                ) -> Tuple[bytes, os.stat_result]:
-    descriptor = os.open(path, _READ_FLAGS)
+    flags = _READ_FLAGS & ~getattr(os, "O_NOFOLLOW", 0) if follow else _READ_FLAGS
+    descriptor = os.open(path, flags)
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
@@ -1114,8 +1138,11 @@ def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
 def _read_optional_text(path: Path) -> Tuple[Optional[str], Optional[str], bool]:
     """(text, error, exists) for a small managed file that may legitimately be missing."""
     try:
-        if path.is_symlink():
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
             return None, "is a symbolic link", True
+        if is_special_mode(mode):  # never opened: a device may act on open
+            return None, f"{path} is not a regular file", True
         data = read_bytes(path)
     except FileNotFoundError:
         return None, None, False
@@ -1123,6 +1150,24 @@ def _read_optional_text(path: Path) -> Tuple[Optional[str], Optional[str], bool]
         return None, str(exc.strerror or exc), True
     text, problem = decode_text(data)
     return text, (problem.message if problem else None), True
+
+
+def is_special_mode(mode: int) -> bool:
+    """A FIFO, socket or device: neither a regular file, a folder nor a symbolic link."""
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+def note_special(scan: Scan, relative: str) -> None:
+    """Record a managed file that could not be read because it is a FIFO, socket or device."""
+    try:
+        special = is_special_mode(os.lstat(scan.workspace / relative).st_mode)
+    except OSError:
+        return
+    if special:
+        scan.special.append(relative)
+
+
+_NOT_REGULAR = Problem("unreadable", "cannot read file: not a regular file")
 
 
 class _PausedGC:
@@ -1191,11 +1236,18 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
     runtime_text, runtime_error, runtime_exists = _read_optional_text(workspace / RUNTIME_PATH)
     scan.runtime_source = runtime_text
     scan.runtime_problem = runtime_error if runtime_exists else None
+    failed = [relative for relative, error in ((f"{VAULT_DIR}/{MARKER_FILE}", scan.marker_error),
+                                               (STATE_PATH, state_error),
+                                               (RUNTIME_PATH, runtime_error)) if error]
     for relative in (*ROOT_GUIDES, *SKILL_PATHS, *OPENCODE_COMMAND_PATHS,
                      *LEGACY_OPENCODE_SKILL_PATHS):
         adapter_text, adapter_error, exists = _read_optional_text(workspace / relative)
         if exists:
             scan.adapter_texts[relative] = None if adapter_error else adapter_text
+        if adapter_error:
+            failed.append(relative)
+    for relative in failed:
+        note_special(scan, relative)
     if git:
         worker.join()
         scan.git = git_facts[0]
@@ -1247,6 +1299,7 @@ def finish_scan(scan: Scan) -> None:
         group.sort(key=lambda document: page_sort_key(document.path))
     scan.symlinks.sort()
     scan.unreadable.sort()
+    scan.special.sort()
     scan.page_dir_strays.sort()
 
 
@@ -1270,12 +1323,19 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
                         scan.page_dir_strays.append(relative + "/")
                     pending.append((entry.path, relative))
                     continue
+                regular = entry.is_file(follow_symlinks=False)
             except OSError:
                 scan.unreadable.append(relative)
                 continue
             kind = classify_vault_path(relative)
             if kind == "stray":
                 scan.page_dir_strays.append(relative)
+            if not regular:
+                # A FIFO, socket or device: opening it could block or act on the device.
+                scan.special.append(relative)
+                if kind in ("page", "daily", "markdown"):
+                    file_document(scan, Document(relative, None, _NOT_REGULAR, []), kind)
+                continue
             info: Optional[os.stat_result] = None
             if kind in ("page", "daily", "markdown"):
                 document, info = _load_document(entry.path, relative, kind == "page")

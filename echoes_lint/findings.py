@@ -241,6 +241,58 @@ Fix: run `echoes-lint init` (or restore the committed marker).
 """,
         ),
         _rule(
+            "EV042", "special-file", _E,
+            "A FIFO, socket or device file where the tools read files.",
+            """
+Vault files, the marker, the state file, the runtime and the agent adapters must be regular
+files. A FIFO would block every reader that opens it and a device may act when opened, so
+engines and gates never open them and report them instead.
+
+Fix: remove it (`rm -- <path>`) or replace it with a regular file.
+""",
+        ),
+        _rule(
+            "EV043", "unused-suppression", _W,
+            "A suppression comment that silences nothing.",
+            """
+`<!-- echoes-lint-disable-next-line CODES -->` silences the listed rules (all rules when it
+names none) on the next line. A comment that no longer matches a finding is stale, and one whose
+finding `status` counts as an issue (conflict markers, invalid frontmatter) cannot silence it:
+those findings must be fixed. A code is only reported unused when its rules ran.
+
+Fix: delete the comment, or remove the unused codes from it.
+""",
+        ),
+        _rule(
+            "EV044", "unknown-suppression", _W,
+            "A suppression comment names a code that matches no rule.",
+            """
+A typo such as `EV05O` silences nothing. Codes and prefixes (`EV05`) must match a rule.
+
+Fix: correct or remove the code (`echoes-lint rule --all` lists them).
+""",
+        ),
+        _rule(
+            "EV045", "non-utf8-path", _E,
+            "A vault path that is not valid UTF-8.",
+            """
+Git stores names as bytes; Git hosts, macOS, Windows and protocol engines show, normalise or
+refuse a name that is not UTF-8 differently. Findings show such bytes as `\\xNN` escapes.
+
+Fix: rename the file with a UTF-8 name (`git mv`).
+""",
+        ),
+        _rule(
+            "EV046", "gitlink-in-vault", _E,
+            "A Git submodule (gitlink) inside the vault.",
+            """
+A submodule's files belong to another repository: a plain clone has an empty folder, and
+engines that read the checked-out folder treat another repository's files as vault files.
+
+Fix: move the submodule out of the vault (`git rm --cached -- <path>`, then remove the folder).
+""",
+        ),
+        _rule(
             "EV050", "broken-wikilink", _W,
             "A `[[page]]` or `![[asset]]` link points at nothing.",
             """

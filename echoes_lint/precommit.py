@@ -43,8 +43,8 @@ def _hook(hook_id: str, args: argparse.Namespace) -> int:
     try:
         result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
                             config=config, select=HOOKS[hook_id])
-    except NoVault:
-        if args.vault_dir:
+    except NoVault as exc:
+        if exc.configured:  # by --vault-dir or `vault-dir`: the vault is expected, and missing
             raise
         return 0  # a repository without a vault (yet) has nothing for these hooks to check
     if result.findings:

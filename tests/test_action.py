@@ -327,7 +327,7 @@ def test_annotations_are_capped_and_can_be_switched_off(runner: ActionRunner, gi
         assert f"EchoesVault/pages/broken-{number:02}.md:1:1: EV010" in run.stdout
     quiet = runner.run(checkout, {"annotations": "false", "summary": "false"})
     assert quiet.returncode == 1
-    assert quiet.annotations() == [] and "\n::" not in quiet.stdout
+    assert quiet.annotations() == [] and "\n::error" not in quiet.stdout
     assert quiet.summary == ""
     assert quiet.outputs["error-count"] == "12"
 

@@ -118,11 +118,14 @@ def test_disable_next_line_with_codes_silences_only_those_codes(repo: Path) -> N
             "See [[nowhere]] and [[gone]].\n"
             "[[unsilenced]]\n")
     write(repo, f"{PAGES}/notes.md", page(body=body))
-    assert located(repo, ignore=["EV022"]) == [(f"{PAGES}/notes.md", 10, 1, "EV002"),
+    # The codes that silenced nothing are reported where their comment is (EV043).
+    assert located(repo, ignore=["EV022"]) == [(f"{PAGES}/notes.md", 8, 1, "EV043"),
+                                                (f"{PAGES}/notes.md", 10, 1, "EV002"),
+                                                (f"{PAGES}/notes.md", 12, 1, "EV043"),
                                                 (f"{PAGES}/notes.md", 14, 1, "EV050")]
 
 
 def test_disable_next_line_without_codes_silences_everything_on_that_line(repo: Path) -> None:
-    body = "Heading\n<!-- echoes-lint-disable-next-line -->\n=======\n\n[[nowhere]]\n"
+    body = "Heading\n<!-- echoes-lint-disable-next-line -->\nSee [[nowhere]].\n\n[[gone]]\n"
     write(repo, f"{PAGES}/notes.md", page(body=body))
     assert located(repo, ignore=["EV022"]) == [(f"{PAGES}/notes.md", 12, 1, "EV050")]

@@ -17,6 +17,7 @@ from echoes_lint.rules import (
     conflicts,
     daily,
     frontmatter,
+    gates,
     links,
     marker,
     names,
@@ -64,12 +65,13 @@ FAMILIES: tuple[Family, ...] = tuple((codes, _capped(check)) for codes, check in
     (marker.CODES, marker.check),
     (links.CODES, links.check),
     (daily.CODES, daily.check),
+    (gates.CODES, gates.check),
 ))
 
 # Facts about the repository as a whole: reported whatever files a hook passes.
-REPOSITORY_CODES = frozenset({"EV020", "EV021", "EV030", "EV041"})
+REPOSITORY_CODES = frozenset({"EV020", "EV021", "EV030", "EV041", "EV045", "EV046"})
 # Rules that need Git (beyond knowing where the repository root is).
-GIT_CODES = frozenset({"EV020", "EV021", "EV022", "EV030", "EV031", "EV060"})
+GIT_CODES = frozenset({"EV020", "EV021", "EV022", "EV030", "EV031", "EV046", "EV060"})
 
 __all__ = ["FAMILIES", "GIT_CODES", "MAX_PER_FILE", "REPOSITORY_CODES", "Context", "Family",
            "capped"]

@@ -56,6 +56,8 @@ class Context:
     vault is checked."""
     load_changes: Callable[[], Mapping[str, str]] = dict
     """Staged status letter (`A`, `M`, `D`, `T`) by path, fetched only if a rule asks."""
+    gitlinks: frozenset[str] = frozenset()
+    """Index entries that are gitlinks (submodules), workspace-relative."""
     _changes: Optional[Mapping[str, str]] = field(default=None, repr=False)
     _vault_paths: Optional[frozenset[str]] = field(default=None, repr=False)
 
@@ -91,5 +93,9 @@ class Context:
             if self.passed is None:
                 paths.update(self.scan.files)
                 paths.update(path for path in self.scan.symlinks if path.startswith(VAULT_PREFIX))
+            if self.gitlinks:  # a submodule's files belong to another repository
+                inside = tuple(link + "/" for link in self.gitlinks)
+                paths = {path for path in paths
+                         if path not in self.gitlinks and not path.startswith(inside)}
             self._vault_paths = frozenset(paths)
         return self._vault_paths
