@@ -14,7 +14,7 @@ CODES = frozenset({"EV020", "EV021", "EV022"})
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.scan.git.available:
         return
-    readiness = engine.git_readiness(ctx.scan.git)
+    readiness = engine.git_readiness(ctx.scan.git, ctx.scan.durable)
     for relative in readiness["trackedLocalFiles"]:
         fix = f"git rm --cached -- {engine.shell_quote(ctx.path(relative))}"
         if relative == INDEX_PATH:
