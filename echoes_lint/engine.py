@@ -1599,10 +1599,10 @@ _CARD_LABELS = (
     ("missingStructure", "missing structure"),
     ("invalidFrontmatter", "invalid frontmatter"),
     ("duplicateIndexEntries", "duplicate index entries"),
-    ("emptyDescriptions", "empty index descriptions"),
-    ("orphanPages", "pages missing from the index"),
-    ("missingPages", "index rows without a page"),
-    ("conflictMarkers", "files with Git conflict markers"),
+    ("emptyDescriptions", "empty descriptions"),
+    ("orphanPages", "orphan pages"),
+    ("missingPages", "missing pages"),
+    ("conflictMarkers", "Git conflict markers"),
     ("indexBuildErrors", "index build errors"),
     ("indexOutOfDate", "stale generated index"),
     ("symbolicLinks", "symbolic links"),
@@ -1641,15 +1641,22 @@ def status_card(report: Dict[str, Any]) -> str:
         "",
     ]
     if health["legacyVaultDetected"]:
-        lines.append("A pre-1.0 vault was found. Run `init` or `migrate` explicitly to convert it.")
+        lines.append("Legacy vault detected. Run `init` or `migrate` explicitly (Initialize or "
+                     "restore EchoesVault) to convert it.")
     elif not health["marker"]["exists"]:
-        lines.append("No vault here. Run `init` to create repository-local project memory.")
+        lines.append("No vault here. Run `init` (Initialize or restore EchoesVault) to create "
+                     "repository-local project memory.")
     else:
-        lines.append(f"Protocol {PROTOCOL_VERSION} · engine {ENGINE_VERSION}")
-        lines.append("")
+        # The protocol and integrity lines read as the reference engine's card does.
         if health["integrity"] == "healthy":
-            lines.append("Integrity: pages, index, structure and Git readiness are consistent.")
+            lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION} · adapters "
+                         "ready.")
+            lines.append("")
+            lines.append("Integrity: generated index, structure, metadata, and local paths are "
+                         "consistent.")
         else:
+            lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION}.")
+            lines.append("")
             details = [f"{label}: {len(health[key])}" for key, label in _CARD_LABELS if health[key]]
             if health["stateFile"]["exists"] and not health["stateFile"]["valid"]:
                 details.append(f"invalid local state ({health['stateFile']['error']})")
@@ -1658,7 +1665,8 @@ def status_card(report: Dict[str, Any]) -> str:
             if commands:
                 lines.extend(["", "Fix Git readiness with:", "", "```sh", *commands, "```"])
     if health["scaleAlert"]:
-        lines.extend(["", f"> Scale alert: more than {SCALE_ALERT_PAGES} pages; prefer `search`."])
+        lines.extend(["", f"> Scale alert: more than {SCALE_ALERT_PAGES} pages; prefer targeted "
+                      "`search`."])
     return "\n".join(lines) + "\n"
 
 
@@ -3260,7 +3268,7 @@ def hand_over(ctx: Context, command: str, argv: Sequence[str], stdin: IO[bytes],
                          "and run `init`.")
     if not health["current"]:
         raise VaultError(f"The project runtime is engine {health['engineVersion']}, older than "
-                         f"this engine {ENGINE_VERSION}: run `upgrade` first, then retry.")
+                         f"engine {ENGINE_VERSION}: run `upgrade` first, then retry.")
     return None
 
 
