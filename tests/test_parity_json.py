@@ -713,10 +713,10 @@ REFERENCE_MISSING_BEFORE_INIT = [
 def test_missing_structure_before_init_lists_every_required_path(ours: Results) -> None:
     # The reference's list, plus ours: the vault's .gitignore (which keeps the index local).
     health = output(ours, "fresh", "status")["health"]
-    assert health["missingStructure"] == sorted(REFERENCE_MISSING_BEFORE_INIT + [".gitignore"])
+    assert health["missingStructure"] == sorted([*REFERENCE_MISSING_BEFORE_INIT, ".gitignore"])
     legacy = output(ours, "legacy", "status")["health"]
     assert legacy["missingStructure"] == sorted(
-        set(REFERENCE_MISSING_BEFORE_INIT + [".gitignore"]) - {"daily/", "index.md", "pages/"})
+        set([*REFERENCE_MISSING_BEFORE_INIT, ".gitignore"]) - {"daily/", "index.md", "pages/"})
     # After init and a commit nothing is missing.
     assert output(ours, "lifecycle", "status-committed")["health"]["missingStructure"] == []
 
