@@ -1999,7 +1999,7 @@ Show the user this status card as it is, without interpreting the pages:
 """),
     "echoes-end.md": _fill("""\
 ---
-description: Save this session to EchoesVault project memory (explicit request only)
+description: Save this session through the agent-neutral EchoesVault runtime (explicit request only)
 agent: build
 ---
 
@@ -2343,8 +2343,9 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
         except OSError as exc:
             raise VaultError(f"Cannot inspect {shown}: {exc.strerror or exc}") from exc
         if stat.S_ISLNK(mode):
-            raise VaultError(f"Refusing to use the symbolic link {shown}: EchoesVault reads and "
-                             "writes only real files and folders inside the workspace.")
+            raise VaultError(f"Refusing to use the symbolic link {shown}: wherever it points, it "
+                             "escapes the workspace's checks. EchoesVault reads and writes only "
+                             "real files and folders inside the workspace.")
         if position < len(parts) or directory:
             if not stat.S_ISDIR(mode):
                 raise VaultError(f"{shown} must be a folder, but it is not.")
@@ -2748,7 +2749,10 @@ def require_vault(workspace: Path) -> None:
         raise VaultError("EchoesVault is not initialized here: run `init` first.")
     problem = marker_problem(value)
     if problem:
-        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not a Protocol "
+        # The reference's wording first, for tools that match on it.
+        unsupported = isinstance(value, dict) and value.get("protocolVersion") != PROTOCOL_VERSION
+        raise VaultError(("Unsupported EchoesVault protocol. " if unsupported else "")
+                         + f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not a Protocol "
                          f"{PROTOCOL_VERSION} marker ({problem}). Nothing was changed.")
 
 
