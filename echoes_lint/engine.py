@@ -1522,7 +1522,9 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         "deprecatedPages": len(deprecated),
         "deprecatedSlugs": deprecated,
         "indexTopics": len(rows),
-        "generatedIndex": scan.index_text is not None,
+        # The protocol's index is always generated (the marker says so); whether the local
+        # copy exists and is current is `indexRefresh.needsRefresh`.
+        "generatedIndex": True,
         "protocolVersion": PROTOCOL_VERSION,
         "engineVersion": ENGINE_VERSION,
         "managedAdapterVersion": MANAGED_ADAPTER_VERSION,

@@ -726,6 +726,7 @@ def test_state_file_and_index_refresh_values(ours: Results) -> None:
     assert fresh["health"]["stateFile"] == {"exists": False, "valid": False,
                                             "error": "state file is missing"}
     assert fresh["indexRefresh"]["migratedSummaries"] == []
+    assert fresh["health"]["generatedIndex"] is True  # a protocol fact, index or not
     migrated = output(ours, "legacy", "init")["indexRefresh"]
     assert migrated["migratedSummaries"] == ["old.md"]
     assert migrated["sha256"] == (
@@ -733,3 +734,21 @@ def test_state_file_and_index_refresh_values(ours: Results) -> None:
     # Ours, unlike the reference, does not count a missing local state file as an issue.
     committed = output(ours, "lifecycle", "status-committed")["health"]
     assert committed["stateFile"]["valid"] is True and committed["integrity"] == "healthy"
+
+
+def test_the_linter_reports_a_committed_file_under_an_ignore_rule(tmp_path: Path) -> None:
+    """EV022 follows the engine's readiness: the ignored, committed runtime is named with the
+    command that shows the rule, not a `git add -f` that would change nothing."""
+    repo = init_repo(tmp_path / "repo")
+    assert engine_runner(Path(engine.__file__))(repo, "init").returncode == 0
+    commit_all(repo)
+    write(repo, ".gitignore", ".echoes-vault/echoes_vault.py\n")
+    commit_all(repo)
+    checked = subprocess.run([sys.executable, "-m", "echoes_lint", "check"],
+                             cwd=repo, capture_output=True, text=True, check=False, timeout=120)
+    assert checked.returncode == 0, checked.stdout + checked.stderr  # a warning
+    lines = [line for line in checked.stdout.splitlines() if " EV022 " in line]
+    assert lines == [f"{RUNTIME}:1:1: EV022 committed EchoesVault protocol file is tracked, but "
+                     "an ignore rule matches it, so a new file there would not reach the team; "
+                     "remove the rule that `git check-ignore -v --no-index -- "
+                     f"{RUNTIME}` shows"]
