@@ -1315,6 +1315,8 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
             if kind == "stray":
                 scan.page_dir_strays.append(relative)
             info: Optional[os.stat_result] = None
+            if kind == "nested" and entry.name[-3:].casefold() == ".md":
+                kind = "markdown"  # not a page, but its conflict markers count (spec 16)
             if kind in ("page", "daily", "markdown"):
                 document, info = _load_document(entry.path, relative, kind == "page")
                 file_document(scan, document, kind)

@@ -107,6 +107,7 @@ def _problems(run: Runner, repo: Path) -> List[Tuple[str, str, Any]]:
     write(repo, "EchoesVault/pages/ok.md", page("Fine."))
     write(repo, "EchoesVault/daily/2026-01-01/entry.md", CONFLICT)
     write(repo, "EchoesVault/raw/notes.md", CONFLICT)
+    write(repo, "EchoesVault/pages/folder/nested.md", CONFLICT)
     os.symlink("ok.md", repo / "EchoesVault/pages/link.md")
     os.symlink("../pages", repo / "EchoesVault/raw/folder-link")
     write(repo, "EchoesVault/index.md",
@@ -630,7 +631,8 @@ def test_health_names_pages_and_files_as_the_reference_does(ours: Results) -> No
     assert health["emptyDescriptions"] == ["ok"]
     assert health["deprecatedSlugs"] == ["old"]
     # Vault-relative POSIX paths of every Markdown file with markers, wherever it lives.
-    assert health["conflictMarkers"] == ["daily/2026-01-01/entry.md", "raw/notes.md"]
+    assert health["conflictMarkers"] == ["daily/2026-01-01/entry.md", "pages/folder/nested.md",
+                                         "raw/notes.md"]
     assert health["symbolicLinks"] == health["storage"]["symlinks"] == [
         "pages/link.md", "raw/folder-link"]
     assert health["missingStructure"] == []
@@ -643,8 +645,8 @@ def test_git_readiness_of_a_vault_with_problems_is_the_reference_s(ours: Results
     skills = [".opencode/skills/echoes-vault/SKILL.md"]
     # Symbolic links are never durable files to add.
     untracked = ["EchoesVault/daily/2026-01-01/entry.md", "EchoesVault/pages/broken.md",
-                 "EchoesVault/pages/ok.md", "EchoesVault/pages/old.md",
-                 "EchoesVault/raw/notes.md"]
+                 "EchoesVault/pages/folder/nested.md", "EchoesVault/pages/ok.md",
+                 "EchoesVault/pages/old.md", "EchoesVault/raw/notes.md"]
     assert readiness == {
         "available": True,
         "ready": False,
