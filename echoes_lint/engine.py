@@ -2283,18 +2283,21 @@ def render_state(state: Dict[str, Any]) -> str:
 
 def render_start(index_text: str, entries: Sequence[Tuple[str, Optional[str]]], total: int,
                  scale_alert: bool) -> str:
-    """The Markdown context of `start` (spec section 12.6): index, recent entries, no pages."""
+    """The Markdown context of `start` (spec section 12.6): index, recent entries, no pages.
+    Headings read as the reference engine's, entries named relative to `daily/`; `total` (all
+    daily files) follows the entries."""
     parts = ["# EchoesVault session context", "", "## Index", "", index_text.rstrip(), "",
-             f"## Recent daily entries ({len(entries)} of {total})"]
+             f"## Recent session entries ({len(entries)})"]
     for relative, text in entries:
-        parts.extend(["", f"### {vault_relative(relative)}", "",
+        parts.extend(["", f"### {relative[len(VAULT_DIR) + len('/daily/'):]}", "",
                       text.rstrip() if text is not None else "_(unreadable file)_"])
     if not entries:
-        parts.extend(["", "No daily entries yet."])
+        parts.extend(["", "No session entries found."])
+    parts.extend(["", f"_{len(entries)} of {total} daily files shown._"])
     if scale_alert:
-        parts.extend(["", "> [!warning] Scale alert",
-                      f"> More than {SCALE_ALERT_PAGES} pages: use `search` and read pages "
-                      "selectively instead of loading them all."])
+        parts.extend(["", "> [!warning] SCALE ALERT",
+                      f"> The vault exceeds {SCALE_ALERT_PAGES} pages. Prefer targeted search over "
+                      "loading every page."])
     return "\n".join(parts) + "\n"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -754,3 +755,12 @@ def test_the_linter_reports_a_committed_file_under_an_ignore_rule(tmp_path: Path
                      "an ignore rule matches it, so a new file there would not reach the team; "
                      "remove the rule that `git check-ignore -v --no-index -- "
                      f"{RUNTIME}` shows"]
+
+
+def test_start_text_has_the_reference_sections(ours: Results) -> None:
+    text = output(ours, "lifecycle", "start")
+    assert text.startswith("# EchoesVault session context\n\n## Index\n\n# EchoesVault Index\n")
+    # Entries are named relative to daily/, under the reference's heading.
+    assert re.search(r"\n## Recent session entries \(1\)\n\n### \d{4}-\d\d-\d\d/"
+                     r"\d{8}T\d{6}\d{6}Z-scratchpad-codex-[0-9a-f]{8}\.md\n\n### Scratchpad — ",
+                     text), text
