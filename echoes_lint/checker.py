@@ -384,6 +384,8 @@ def _classify(scan: engine.Scan, relative: str,
         folder = "/".join(relative.split("/")[:3]) + "/"
         if folder not in scan.page_dir_strays:
             scan.page_dir_strays.append(folder)
+        if relative[-3:].casefold() == ".md":  # read for conflict markers, as the scan does
+            engine.file_document(scan, load(relative, False), "markdown")
     elif kind != "data":
         engine.file_document(scan, load(relative, kind == "page"), kind)
 

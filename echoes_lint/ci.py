@@ -132,7 +132,7 @@ def fix_commands(result: CheckResult, git: Mapping[str, Any]) -> list[str]:
 def status_issues(health: Mapping[str, Any]) -> list[str]:
     """Every status issue as `key: item`, named and ordered as `echoes-lint status` reports."""
     issues = [f"{key}: {item}" for key in engine.HEALTH_ISSUE_KEYS for item in health[key]]
-    if not health["stateFile"]["valid"]:
+    if health["stateFile"]["exists"] and not health["stateFile"]["valid"]:
         issues.append(f"stateFile: {health['stateFile']['error']}")
     return [printable(issue) for issue in issues]
 

@@ -47,6 +47,7 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    cast,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -179,6 +180,18 @@ def bounded_message(message: str) -> str:
     tail = MAX_ERROR_CHARS // 4
     return (f"{message[:MAX_ERROR_CHARS - tail]} … [{len(message) - MAX_ERROR_CHARS} characters "
             f"omitted] … {message[-tail:]}")
+
+
+class _ModuleNamespace:
+    """This module's namespace under its name in sys.modules, for a load that does not register
+    the module (`importlib.util.spec_from_file_location` + `exec_module`): dataclasses look the
+    defining module up there while they build a class, and fail when it is absent."""
+
+    def __init__(self, namespace: Dict[str, Any]) -> None:
+        self.__dict__ = namespace
+
+
+sys.modules.setdefault(__name__, _ModuleNamespace(globals()))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -783,9 +796,10 @@ def merge_state(raw: object, legacy_agent: Optional[str] = None) -> Dict[str, An
 
 
 def state_health(raw: object, error: Optional[str], exists: bool) -> Dict[str, Any]:
-    """Validity of `.echoes-vault/state.json`. A missing file is fine: state is local only."""
+    """Validity of `.echoes-vault/state.json`. A missing file is not valid, but health does not
+    count it as an issue: state is local only."""
     if not exists:
-        return {"exists": False, "valid": True, "error": None}
+        return {"exists": False, "valid": False, "error": "state file is missing"}
     if error:
         return {"exists": True, "valid": False, "error": error}
     if not isinstance(raw, dict):
@@ -926,28 +940,39 @@ def shell_quote(path: str) -> str:
     return shlex.quote(path)
 
 
+# Paths per suggested command line, so that a vault with thousands of files still gets lines
+# that a shell accepts and a person can read.
+GIT_FIX_BATCH = 100
+
+
 def git_fix_commands(tracked_local: Sequence[str], untracked: Sequence[str],
                      ignored: Sequence[str]) -> List[str]:
-    """The exact commands that make Git ready; printed for a person, never run by a tool."""
-    return ([f"git rm --cached -- {shell_quote(path)}" for path in tracked_local]
-            + [f"git add -- {shell_quote(path)}" for path in untracked]
-            + [f"git add -f -- {shell_quote(path)}" for path in ignored])
+    """The exact commands that make Git ready: one per kind, in the order untrack, force-add,
+    add, each split every GIT_FIX_BATCH paths. Printed for a person, never run by a tool."""
+    commands = []
+    for command, paths in (("git rm --cached --", tracked_local), ("git add -f --", ignored),
+                           ("git add --", untracked)):
+        for start in range(0, len(paths), GIT_FIX_BATCH):
+            batch = paths[start:start + GIT_FIX_BATCH]
+            commands.append(" ".join([command, *(shell_quote(path) for path in batch)]))
+    return commands
+
+
+# Committed protocol files outside the four durable folders (spec section 14).
+DURABLE_PROTOCOL_FILES = (
+    f"{VAULT_DIR}/{MARKER_FILE}", f"{VAULT_DIR}/.gitignore", f"{VAULT_DIR}/{PROTOCOL_FILE}",
+    f"{RUNTIME_DIR}/.gitignore", RUNTIME_PATH, *ROOT_GUIDES, *SKILL_PATHS,
+    *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS,
+)
 
 
 def is_durable_path(path: str) -> bool:
-    """Workspace-relative paths that are durable knowledge or committed protocol files."""
-    if path.startswith(f"{VAULT_DIR}/"):
-        inner = path[len(VAULT_DIR) + 1:]
-        top, _, rest = inner.partition("/")
-        if top == "pages":
-            return "/" not in rest and rest.endswith(".md")
-        if top == "daily":
-            return rest.endswith(".md")
-        if top in ("assets", "raw"):
-            return bool(rest)
-        return inner in (MARKER_FILE, ".gitignore", PROTOCOL_FILE)
-    return path in (f"{RUNTIME_DIR}/.gitignore", RUNTIME_PATH, *ROOT_GUIDES, *SKILL_PATHS,
-                    *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS)
+    """Workspace-relative paths that are durable knowledge (any file below pages/, daily/,
+    assets/ or raw/) or committed protocol files."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] == VAULT_DIR and parts[1] in DURABLE_DIRS:
+        return True
+    return path in DURABLE_PROTOCOL_FILES
 
 
 @dataclasses.dataclass
@@ -979,17 +1004,46 @@ def collect_git_facts(workspace: Path) -> GitFacts:
                     tuple(split_nul(ignored)), error or ignored_error)
 
 
-def git_readiness(facts: GitFacts) -> Dict[str, Any]:
+def git_ignored(workspace: Path, paths: Sequence[str]) -> Tuple[List[str], Optional[str]]:
+    """(which of `paths` an ignore rule matches, tracked or not, None) or ([], why git failed).
+    `check-ignore --no-index` sees rules over committed files too: such a file drops out of the
+    next clone's fresh `git add`."""
+    try:
+        completed = subprocess.run(
+            ["git", "check-ignore", "--no-index", "--stdin", "-z"], cwd=str(workspace),
+            input=b"".join(os.fsencode(path) + b"\0" for path in paths), capture_output=True,
+            timeout=60, check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return [], f"cannot run git check-ignore: {exc}"
+    if completed.returncode in (0, 1):  # 1: nothing is ignored
+        return split_nul(completed.stdout), None
+    message = completed.stderr.decode("utf-8", "backslashreplace").strip()
+    return [], message[:2000] or f"git check-ignore exited {completed.returncode}"
+
+
+def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """Git readiness (spec section 14). `durable` lists the durable files present on disk (see
+    `durable_candidates`); None takes every durable path of Git's own lists."""
+    if durable is None:
+        durable = [path for path in (*facts.untracked, *facts.ignored) if is_durable_path(path)]
+    candidates = set(durable)
+    ignored_paths = set(facts.ignored)
     tracked_local = sorted(set(facts.tracked) & set(LOCAL_ONLY_PATHS))
-    untracked = sorted(path for path in facts.untracked if is_durable_path(path))
-    ignored = sorted(path for path in facts.ignored if is_durable_path(path))
+    untracked = sorted(candidates & set(facts.untracked))
+    ignored = sorted(candidates & ignored_paths)
     return {
         "available": facts.available,
         "ready": not (tracked_local or untracked or ignored),
         "trackedLocalFiles": tracked_local,
         "untrackedDurableFiles": untracked,
         "ignoredDurableFiles": ignored,
-        "suggestedCommands": git_fix_commands(tracked_local, untracked, ignored),
+        "runtimeIgnored": RUNTIME_PATH in ignored,
+        "openCodeCommandsIgnored": [path for path in ignored
+                                    if path.startswith(".opencode/commands/")],
+        "openCodeSkillsIgnored": [path for path in ignored if path.startswith(".opencode/skills/")],
+        "suggestedCommands": git_fix_commands(
+            tracked_local, [path for path in untracked if path not in ignored_paths], ignored),
     }
 
 
@@ -1056,6 +1110,8 @@ class Scan:
     adapter_texts: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
     interrupted_write: bool = False
     git: GitFacts = dataclasses.field(default_factory=GitFacts)
+    # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
+    durable: Optional[Tuple[str, ...]] = None
 
     @property
     def vault(self) -> Path:
@@ -1248,10 +1304,33 @@ def _scan_workspace(workspace: Path, git: bool) -> Scan:
             failed.append(relative)
     for relative in failed:
         note_special(scan, relative)
+    scan.durable = durable_candidates(scan)
     if git:
         worker.join()
         scan.git = git_facts[0]
+        if scan.git.available and scan.durable:
+            # Git's lists name untracked ignored files only; a tracked file can be ignored too.
+            matched, error = git_ignored(workspace, scan.durable)
+            # A failed check-ignore leaves the gates unable to look: they stop on `error`.
+            scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
+                                                                          *matched})),
+                                           error=scan.git.error or error)
     return scan
+
+
+def durable_candidates(scan: Scan) -> Tuple[str, ...]:
+    """The durable files present as regular files (never symlinks): every file below the four
+    durable folders and each committed protocol file that exists."""
+    found = [path for path in scan.files if is_durable_path(path)]
+    for relative in DURABLE_PROTOCOL_FILES:
+        if relative.startswith(f"{VAULT_DIR}/"):
+            continue  # the vault's own files are in scan.files already
+        try:
+            if stat.S_ISREG(os.lstat(scan.workspace / relative).st_mode):
+                found.append(relative)
+        except OSError:
+            continue
+    return tuple(sorted(set(found)))
 
 
 _PAGES_DIR = f"{VAULT_DIR}/pages"
@@ -1337,6 +1416,8 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
                     file_document(scan, Document(relative, None, _NOT_REGULAR, []), kind)
                 continue
             info: Optional[os.stat_result] = None
+            if kind == "nested" and entry.name[-3:].casefold() == ".md":
+                kind = "markdown"  # not a page, but its conflict markers count (spec 16)
             if kind in ("page", "daily", "markdown"):
                 document, info = _load_document(entry.path, relative, kind == "page")
                 file_document(scan, document, kind)
@@ -1408,33 +1489,37 @@ def adapter_conflicts(scan: Scan) -> List[str]:
 
 
 def missing_structure(scan: Scan, runtime: Dict[str, Any]) -> List[str]:
-    """Committed protocol structure that is absent. Local-only files (index, state) and empty
-    directories, which a fresh clone never has, do not count."""
-    if not scan.marker_exists:
-        return [MARKER_FILE]
+    """Required protocol structure that is absent or not ours, sorted, each named as every
+    engine names it: vault entries relative to the vault (`pages/`), the rest relative to the
+    workspace. In an initialised vault the local-only index and empty folders, which a fresh
+    clone never has, do not count; before `init` every required path does."""
+    initialized = scan.marker_valid
     missing = []
-    if not scan.marker_valid:
+    if not initialized:
         missing.append(MARKER_FILE)
+        if f"{VAULT_DIR}/{INDEX_FILE}" not in scan.files:
+            missing.append(INDEX_FILE)
     protocol_text = next((d.text for d in scan.other_markdown
                           if d.path == f"{VAULT_DIR}/{PROTOCOL_FILE}"), None)
     if protocol_text is None or GENERATED_SIGNATURE not in protocol_text:
         missing.append(PROTOCOL_FILE)
     for name in DURABLE_DIRS:
-        target = scan.vault / name
-        if os.path.lexists(target) and not scan.directories.get(name):
+        if not scan.directories.get(name) and (not initialized
+                                               or os.path.lexists(scan.vault / name)):
             missing.append(f"{name}/")
     if f"{VAULT_DIR}/.gitignore" not in scan.files:
         missing.append(".gitignore")
     if not runtime["compatible"]:
-        missing.append(f"../{RUNTIME_PATH}")
+        missing.append(RUNTIME_PATH)
     for relative in ROOT_GUIDES:
         text = scan.adapter_texts.get(relative, "")
         if text is not None and GUIDE_START not in text:  # None: an adapter conflict instead
-            missing.append(f"../{relative}")
+            missing.append(relative)
     for relative in (*SKILL_PATHS, *OPENCODE_COMMAND_PATHS):
-        if relative not in scan.adapter_texts:
-            missing.append(f"../{relative}")
-    return missing
+        text = scan.adapter_texts.get(relative)
+        if text is None or GENERATED_SIGNATURE not in text:
+            missing.append(relative)
+    return sorted(missing)
 
 
 def today_entries(scan: Scan, now: Optional[_dt.datetime] = None) -> int:
@@ -1472,6 +1557,7 @@ def index_inspection(scan: Scan) -> Tuple[Dict[str, Any], Optional[str], Optiona
     refresh = {
         "rebuilt": False,
         "needsRefresh": rendered is not None and scan.index_text != rendered,
+        "migratedSummaries": [],
         "pageCount": len(scan.pages),
         "sha256": sha256_text(rendered) if rendered is not None else None,
     }
@@ -1488,7 +1574,7 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     refresh, rendered, build_error = index_inspection(scan)
     runtime = runtime_health(scan.runtime_source, scan.runtime_problem)
     state = state_health(scan.state_raw, scan.state_error, scan.state_exists)
-    readiness = git_readiness(scan.git)
+    readiness = git_readiness(scan.git, scan.durable)
     ignored_paths = set(scan.git.ignored)
     rows = parse_index_rows(scan.index_text) if scan.index_text is not None else []
     slugs = [slug for slug, _description in rows]
@@ -1503,13 +1589,14 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
                         and d.meta.deprecated)
     issues: Dict[str, List[str]] = {
         "missingStructure": missing_structure(scan, runtime),
-        "invalidFrontmatter": sorted(vault_relative(d.path) for d in scan.pages if d.page_problems),
+        "invalidFrontmatter": sorted({page_stem(d.name) for d in scan.pages if d.page_problems}),
         "duplicateIndexEntries": duplicates,
         "emptyDescriptions": [slug for slug, description in rows if not description],
         "orphanPages": sorted(page_slugs - set(slugs)) if scan.index_text is not None else [],
         "missingPages": sorted(set(slugs) - page_slugs),
-        "conflictMarkers": sorted(vault_relative(d.path) for d in scan.documents()
-                                  if has_protocol_conflict(d.markers)),
+        "conflictMarkers": sorted((vault_relative(d.path) for d in scan.documents()
+                                   if has_protocol_conflict(d.markers)),
+                                  key=lambda path: path.split("/")),
         "indexBuildErrors": [build_error] if build_error else [],
         "indexOutOfDate": ([INDEX_FILE] if scan.index_text is not None and rendered is not None
                            and scan.index_text != rendered else []),
@@ -1529,14 +1616,18 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         "strayPageEntries": [vault_relative(path) for path in scan.page_dir_strays
                              if path not in ignored_paths],
     }
-    issue_count = sum(len(items) for items in issues.values()) + (0 if state["valid"] else 1)
+    # A missing state file is not an issue: state is local, and a fresh clone has none.
+    issue_count = sum(len(items) for items in issues.values()) + int(state["exists"]
+                                                                      and not state["valid"])
     health: Dict[str, Any] = {
         "totalPages": len(scan.pages),
         "totalDailyLogs": len(scan.daily),
         "deprecatedPages": len(deprecated),
         "deprecatedSlugs": deprecated,
         "indexTopics": len(rows),
-        "generatedIndex": scan.index_text is not None,
+        # The protocol's index is always generated (the marker says so); whether the local
+        # copy exists and is current is `indexRefresh.needsRefresh`.
+        "generatedIndex": True,
         "protocolVersion": PROTOCOL_VERSION,
         "engineVersion": ENGINE_VERSION,
         "managedAdapterVersion": MANAGED_ADAPTER_VERSION,
@@ -1613,10 +1704,10 @@ _CARD_LABELS = (
     ("missingStructure", "missing structure"),
     ("invalidFrontmatter", "invalid frontmatter"),
     ("duplicateIndexEntries", "duplicate index entries"),
-    ("emptyDescriptions", "empty index descriptions"),
-    ("orphanPages", "pages missing from the index"),
-    ("missingPages", "index rows without a page"),
-    ("conflictMarkers", "files with Git conflict markers"),
+    ("emptyDescriptions", "empty descriptions"),
+    ("orphanPages", "orphan pages"),
+    ("missingPages", "missing pages"),
+    ("conflictMarkers", "Git conflict markers"),
     ("indexBuildErrors", "index build errors"),
     ("indexOutOfDate", "stale generated index"),
     ("symbolicLinks", "symbolic links"),
@@ -1656,24 +1747,32 @@ def status_card(report: Dict[str, Any]) -> str:
         "",
     ]
     if health["legacyVaultDetected"]:
-        lines.append("A pre-1.0 vault was found. Run `init` or `migrate` explicitly to convert it.")
+        lines.append("Legacy vault detected. Run `init` or `migrate` explicitly (Initialize or "
+                     "restore EchoesVault) to convert it.")
     elif not health["marker"]["exists"]:
-        lines.append("No vault here. Run `init` to create repository-local project memory.")
+        lines.append("No vault here. Run `init` (Initialize or restore EchoesVault) to create "
+                     "repository-local project memory.")
     else:
-        lines.append(f"Protocol {PROTOCOL_VERSION} · engine {ENGINE_VERSION}")
-        lines.append("")
+        # The protocol and integrity lines read as the reference engine's card does.
         if health["integrity"] == "healthy":
-            lines.append("Integrity: pages, index, structure and Git readiness are consistent.")
+            lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION} · adapters "
+                         "ready.")
+            lines.append("")
+            lines.append("Integrity: generated index, structure, metadata, and local paths are "
+                         "consistent.")
         else:
+            lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION}.")
+            lines.append("")
             details = [f"{label}: {len(health[key])}" for key, label in _CARD_LABELS if health[key]]
-            if not health["stateFile"]["valid"]:
+            if health["stateFile"]["exists"] and not health["stateFile"]["valid"]:
                 details.append(f"invalid local state ({health['stateFile']['error']})")
             lines.append("Integrity: " + "; ".join(details) + ".")
             commands = health["git"]["suggestedCommands"]
             if commands:
                 lines.extend(["", "Fix Git readiness with:", "", "```sh", *commands, "```"])
     if health["scaleAlert"]:
-        lines.extend(["", f"> Scale alert: more than {SCALE_ALERT_PAGES} pages; prefer `search`."])
+        lines.extend(["", f"> Scale alert: more than {SCALE_ALERT_PAGES} pages; prefer targeted "
+                      "`search`."])
     return "\n".join(lines) + "\n"
 
 
@@ -2024,7 +2123,7 @@ Show the user this status card as it is, without interpreting the pages:
 """),
     "echoes-end.md": _fill("""\
 ---
-description: Save this session to EchoesVault project memory (explicit request only)
+description: Save this session through the agent-neutral EchoesVault runtime (explicit request only)
 agent: build
 ---
 
@@ -2312,18 +2411,21 @@ def render_state(state: Dict[str, Any]) -> str:
 
 def render_start(index_text: str, entries: Sequence[Tuple[str, Optional[str]]], total: int,
                  scale_alert: bool) -> str:
-    """The Markdown context of `start` (spec section 12.6): index, recent entries, no pages."""
+    """The Markdown context of `start` (spec section 12.6): index, recent entries, no pages.
+    Headings read as the reference engine's, entries named relative to `daily/`; `total` (all
+    daily files) follows the entries."""
     parts = ["# EchoesVault session context", "", "## Index", "", index_text.rstrip(), "",
-             f"## Recent daily entries ({len(entries)} of {total})"]
+             f"## Recent session entries ({len(entries)})"]
     for relative, text in entries:
-        parts.extend(["", f"### {vault_relative(relative)}", "",
+        parts.extend(["", f"### {relative[len(VAULT_DIR) + len('/daily/'):]}", "",
                       text.rstrip() if text is not None else "_(unreadable file)_"])
     if not entries:
-        parts.extend(["", "No daily entries yet."])
+        parts.extend(["", "No session entries found."])
+    parts.extend(["", f"_{len(entries)} of {total} daily files shown._"])
     if scale_alert:
-        parts.extend(["", "> [!warning] Scale alert",
-                      f"> More than {SCALE_ALERT_PAGES} pages: use `search` and read pages "
-                      "selectively instead of loading them all."])
+        parts.extend(["", "> [!warning] SCALE ALERT",
+                      f"> The vault exceeds {SCALE_ALERT_PAGES} pages. Prefer targeted search over "
+                      "loading every page."])
     return "\n".join(parts) + "\n"
 
 
@@ -2417,8 +2519,9 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
         except OSError as exc:
             raise VaultError(f"Cannot inspect {shown}: {exc.strerror or exc}") from exc
         if stat.S_ISLNK(mode):
-            raise VaultError(f"Refusing to use the symbolic link {shown}: EchoesVault reads and "
-                             "writes only real files and folders inside the workspace.")
+            raise VaultError(f"Refusing to use the symbolic link {shown}: wherever it points, it "
+                             "escapes the workspace's checks. EchoesVault reads and writes only "
+                             "real files and folders inside the workspace.")
         if position < len(parts) or directory:
             if not stat.S_ISDIR(mode):
                 raise VaultError(f"{shown} must be a folder, but it is not.")
@@ -3192,7 +3295,10 @@ def require_vault(workspace: Path) -> None:
         raise VaultError("EchoesVault is not initialized here: run `init` first.")
     problem = marker_problem(value)
     if problem:
-        raise VaultError(f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not a Protocol "
+        # The reference's wording first, for tools that match on it.
+        unsupported = isinstance(value, dict) and value.get("protocolVersion") != PROTOCOL_VERSION
+        raise VaultError(("Unsupported EchoesVault protocol. " if unsupported else "")
+                         + f"Refusing to write: {VAULT_DIR}/{MARKER_FILE} is not a Protocol "
                          f"{PROTOCOL_VERSION} marker ({problem}). Nothing was changed.")
 
 
@@ -3788,7 +3894,7 @@ def hand_over(ctx: Context, command: str, argv: Sequence[str], stdin: IO[bytes],
                          "and run `init`.")
     if not health["current"]:
         raise VaultError(f"The project runtime is engine {health['engineVersion']}, older than "
-                         f"this engine {ENGINE_VERSION}: run `upgrade` first, then retry.")
+                         f"engine {ENGINE_VERSION}: run `upgrade` first, then retry.")
     return None
 
 
@@ -3907,9 +4013,33 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
     return 0
 
 
+class _BytesOverText:
+    """The bytes interface `run` needs, over a text stream without `.buffer` (io.StringIO, or
+    what `contextlib.redirect_stdout` installs); text crosses it as UTF-8."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def read(self) -> bytes:
+        return self.stream.read().encode("utf-8", "surrogateescape")
+
+    def write(self, data: bytes) -> int:
+        self.stream.write(data.decode("utf-8", "surrogateescape"))
+        return len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def _bytes_stream(stream: IO[str]) -> IO[bytes]:
+    binary = getattr(stream, "buffer", None)
+    return binary if binary is not None else cast(IO[bytes], _BytesOverText(stream))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    return run(arguments, sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
+    return run(arguments, _bytes_stream(sys.stdin), _bytes_stream(sys.stdout),
+               _bytes_stream(sys.stderr))
 
 
 if __name__ == "__main__":

@@ -234,8 +234,7 @@ def test_committed_index_and_state_fail_with_the_exact_fix_commands(
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.outputs["integrity"] == "attention"
     assert int(run.outputs["error-count"]) >= 2
-    fix_block = ("```sh\ngit rm --cached -- .echoes-vault/state.json\n"
-                 "git rm --cached -- EchoesVault/index.md\n```")
+    fix_block = "```sh\ngit rm --cached -- .echoes-vault/state.json EchoesVault/index.md\n```"
     assert fix_block in run.summary
     assert "git rm --cached -- EchoesVault/index.md" in run.stdout
     files = {props["file"] for kind, props, _message in run.annotations() if kind == "error"}

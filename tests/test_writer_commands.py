@@ -148,18 +148,18 @@ def test_start_returns_the_index_and_latest_entries_and_marks_the_session(vault:
     text = context.stdout
     assert text.startswith("# EchoesVault session context\n\n## Index\n\n# EchoesVault Index\n")
     assert "- [[auth]]: Auth." in text and "SECRET BODY" not in text
-    assert "## Recent daily entries (2 of 4)" in text
+    assert "## Recent session entries (2)\n\n### " in text and "_2 of 4 daily files shown._" in text
     assert text.index("entry 3") < text.index("entry 2") and "entry 1" not in text
     state = json.loads((vault / STATE).read_text())
     assert state["session"]["started"] is True and state["session"]["saved"] is False
     assert "entry 0" in cli(vault, "start", "--recent", "50").stdout
-    assert "(0 of 4)" in cli(vault, "start", "--recent", "-3").stdout
+    assert "_0 of 4 daily files shown._" in cli(vault, "start", "--recent", "-3").stdout
 
 
 def test_start_warns_above_two_hundred_pages(vault: Path) -> None:
     for number in range(201):
         write_page(vault, f"p{number:03}.md")
-    assert "Scale alert" in cli(vault, "start", "--recent", "0").stdout
+    assert "SCALE ALERT" in cli(vault, "start", "--recent", "0").stdout
 
 
 def auth_page(vault: Path) -> str:

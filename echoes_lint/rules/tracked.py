@@ -14,7 +14,7 @@ CODES = frozenset({"EV020", "EV021", "EV022"})
 def check(ctx: Context) -> Iterator[Finding]:
     if not ctx.scan.git.available:
         return
-    readiness = engine.git_readiness(ctx.scan.git)
+    readiness = engine.git_readiness(ctx.scan.git, ctx.scan.durable)
     for relative in readiness["trackedLocalFiles"]:
         fix = f"git rm --cached -- {engine.shell_quote(ctx.path(relative))}"
         if relative == INDEX_PATH:
@@ -27,15 +27,23 @@ def check(ctx: Context) -> Iterator[Finding]:
                 "EV021", relative, 1, 1,
                 f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
                 f"run `{fix}` (the file stays on disk)", fix)
+    tracked = frozenset(ctx.scan.git.tracked)
     for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
                      ("ignoredDurableFiles", "is ignored by Git")):
         force = "-f " if key == "ignoredDurableFiles" else ""
         for relative in readiness[key]:
-            fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
             # Knowledge (pages, daily entries, assets, raw sources), or a protocol file that
             # every clone needs: the marker, the runtime, the agent adapters.
             what = ("durable vault file" if relative.startswith(DURABLE_PREFIXES)
                     else "committed EchoesVault protocol file")
+            if relative in tracked:  # committed, but an ignore rule matches it
+                fix = f"git check-ignore -v --no-index -- {engine.shell_quote(ctx.path(relative))}"
+                yield ctx.finding(
+                    "EV022", relative, 1, 1,
+                    f"{what} is tracked, but an ignore rule matches it, so a new file there "
+                    f"would not reach the team; remove the rule that `{fix}` shows", fix)
+                continue
+            fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
             yield ctx.finding(
                 "EV022", relative, 1, 1,
                 f"{what} {how}, so it never reaches the team; run `{fix}`", fix)
