@@ -4020,8 +4020,9 @@ class _BytesOverText:
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
 
-    def read(self) -> bytes:
-        return self.stream.read().encode("utf-8", "surrogateescape")
+    def read(self, size: int = -1) -> bytes:
+        # `size` counts characters here: still a bound, at most four bytes each.
+        return self.stream.read(size).encode("utf-8", "surrogateescape")
 
     def write(self, data: bytes) -> int:
         self.stream.write(data.decode("utf-8", "surrogateescape"))
