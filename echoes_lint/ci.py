@@ -12,12 +12,10 @@ configuration or internal error.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import re
 import shlex
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -294,7 +292,8 @@ def output_lines(name: str, value: str) -> str:
 def write_inside(base: Path, given: str, data: bytes) -> Path:
     """Write `data` to `given` (relative to `base`, or absolute) atomically, refusing a path
     outside `base` and never following a symbolic link: the checked-out repository decides
-    which links exist below `base`. Missing folders are created."""
+    which links exist below `base`. Missing folders are created. The engine's managed-file
+    writer does exactly this for the vault."""
     target = Path(os.path.normpath(base / given))
     try:
         relative = target.relative_to(base)
@@ -302,33 +301,13 @@ def write_inside(base: Path, given: str, data: bytes) -> Path:
         raise UsageError(f"--sarif {given!r} is outside the workspace {base}") from None
     if not relative.parts:
         raise UsageError(f"--sarif {given!r} names the workspace itself, not a file")
-    folder = base
-    for part in relative.parts[:-1]:
-        folder = folder / part
-        try:
-            mode = os.lstat(folder).st_mode
-        except FileNotFoundError:
-            os.mkdir(folder)
-            continue
-        if not stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
-            raise UsageError(f"--sarif: {folder} is not a folder (a symbolic link is never "
-                             "followed)")
-    if os.path.lexists(target) and not stat.S_ISREG(os.lstat(target).st_mode):
-        raise UsageError(f"--sarif: {target} exists and is not a regular file")
-    temporary = folder / f".{target.name}.{os.getpid()}.echoes-tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
-        | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(temporary, flags, 0o644)
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+        if len(relative.parts) > 1:
+            engine.make_directories(base, relative.parent.as_posix())
+        temporary, path = engine.stage_file(base, relative.as_posix(), data, "sarif")
+        engine.publish_file(temporary, path, "sarif")
+    except engine.VaultError as exc:
+        raise UsageError(f"--sarif: {exc}") from None
     return target
 
 

@@ -103,8 +103,8 @@ def test_sarif_path_stays_in_the_workspace_and_never_follows_a_link(git_repo: Pa
     (git_repo / "log.sarif").symlink_to(outside / "log.sarif")
     commit_all(git_repo, "Links where the log would go")
     checkout = fresh_clone(git_repo, tmp_path / "checkout")
-    for target, message in (("reports/echoes.sarif", "is not a folder"),
-                            ("log.sarif", "exists and is not a regular file"),
+    for target, message in (("reports/echoes.sarif", "Refusing to use the symbolic link reports"),
+                            ("log.sarif", "Refusing to use the symbolic link log.sarif"),
                             ("../escape.sarif", "is outside the workspace"),
                             (str(outside / "abs.sarif"), "is outside the workspace")):
         completed = run_cli("ci", "--sarif", target, cwd=checkout)
