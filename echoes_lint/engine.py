@@ -56,8 +56,8 @@ from typing import (
 
 # Other engines read these two lines with `^NAME = "(\d+)\.(\d+)\.(\d+)"$`: keep their form.
 PROTOCOL_VERSION = "1.0.0"
-ENGINE_VERSION = "1.2.0"
-MANAGED_ADAPTER_VERSION = "1.2.0"
+ENGINE_VERSION = "1.3.0"
+MANAGED_ADAPTER_VERSION = "1.3.0"
 MARKER_SCHEMA_VERSION = 3
 STATE_SCHEMA_VERSION = 4
 
