@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from echoes_lint.findings import Finding, Severity
+from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.report import FORMATS, ReportInput, render
 from echoes_lint.report.github import escape_data, escape_property
 
@@ -100,7 +100,7 @@ def test_no_findings(fmt: str, expected: str) -> None:
 def test_no_findings_sarif() -> None:
     log = validate_sarif(render("sarif", make_input([])))
     assert log["runs"][0]["results"] == []
-    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == 21
+    assert len(log["runs"][0]["tool"]["driver"]["rules"]) == len(RULES)
 
 
 @pytest.mark.parametrize(

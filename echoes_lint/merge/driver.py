@@ -132,7 +132,9 @@ def merge_frontmatter(base: Optional[Page], ours: Page, theirs: Page,
         taken[key] = (sides[2] if change == "theirs" else sides[1]) or ()
     validated = "\n".join(["---", *(line for key in order if key in taken for line in taken[key]),
                            "---", ""])
-    for problem in engine.parse_frontmatter(validated).problems:
+    meta = engine.parse_frontmatter(validated)
+    # Notes too: a merge must not produce what other tools misread (a multi-line summary).
+    for problem in (*meta.problems, *meta.notes):
         if problem.key in changed and problem.key not in conflicts:
             conflicts.append(problem.key)
     lines: List[str] = []

@@ -41,6 +41,6 @@ FAMILIES: tuple[Family, ...] = (
 # Facts about the repository as a whole: reported whatever files a hook passes.
 REPOSITORY_CODES = frozenset({"EV020", "EV021", "EV030", "EV041"})
 # Rules that need Git (beyond knowing where the repository root is).
-GIT_CODES = frozenset({"EV020", "EV021", "EV022", "EV030", "EV031", "EV060"})
+GIT_CODES = frozenset({"EV020", "EV021", "EV022", "EV030", "EV031", "EV032", "EV033", "EV060"})
 
 __all__ = ["FAMILIES", "GIT_CODES", "REPOSITORY_CODES", "Context", "Family"]

@@ -1,0 +1,47 @@
+"""Differential parity with the reference engine (spec section 21), when one is at hand.
+
+Set ECHOES_REFERENCE_ENGINE to a copy of the reference `scripts/echoes_vault.py` (1.1.1) to run
+it; otherwise these tests are skipped. Random vaults (seeded, so a failure names its seed) go
+through both engines as installed project runtimes, and everything `helpers_parity.observe`
+records must be equal: the accept/reject decision of `rebuild-index`, the index bytes, the
+invalid pages of `status`, and the `hash` of every page. ECHOES_PARITY_SEEDS sets how many
+vaults (default 40).
+
+`hash` is compared for every page but the two documented leniencies (README, "Reference
+parity"): a page that is not UTF-8, which the reference cannot read, and a page stored under a
+name that is not NFC, which the reference does not find.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from helpers_parity import ENGINE_FILE, make_workspace, observe, random_pages
+
+from echoes_lint import engine
+
+REFERENCE = os.environ.get("ECHOES_REFERENCE_ENGINE", "")
+SEEDS = int(os.environ.get("ECHOES_PARITY_SEEDS", "40"))
+
+pytestmark = pytest.mark.skipif(not REFERENCE or not Path(REFERENCE).is_file(),
+                                reason="ECHOES_REFERENCE_ENGINE names no reference engine")
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_random_vault_agrees_with_the_reference(tmp_path: Path, seed: int) -> None:
+    pages = random_pages(random.Random(seed))
+    names = [name for name, data in pages.items() if _utf8(data) and engine.nfc(name) == name]
+    reference = observe(make_workspace(tmp_path / "reference", Path(REFERENCE), pages), names)
+    ours = observe(make_workspace(tmp_path / "ours", ENGINE_FILE, pages), names)
+    assert ours == reference, (seed, pages)
