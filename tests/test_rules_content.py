@@ -97,7 +97,7 @@ def test_other_underlines_are_not_ev002(repo: Path) -> None:
     assert content(repo) == []
 
 
-# --- EV010-EV019 frontmatter engines refuse -------------------------------------------------------------------
+# --- EV010-EV019 frontmatter engines refuse ---------------------------------------------------
 
 FRONTMATTER_CASES = [
     ("EV010", "# No frontmatter\n", (1, 1)),
