@@ -124,7 +124,7 @@ def test_every_indexed_page_is_readable_by_start_search_and_hash(
     pages = {}
     for name, data in generated.items():
         text = engine.decode_text(data)[0]
-        if text is not None and _index(name, text) is not None and not any(
+        if engine.is_page_file_name(name) and text is not None and _index(name, text) and not any(
                 engine.stem_identity(name) == engine.stem_identity(other) for other in pages):
             pages[name] = data
     workspace = make_workspace(tmp_path_factory.mktemp("vault"), ENGINE_FILE, pages)
