@@ -346,3 +346,42 @@ def test_each_refused_page_alone_keeps_the_index_from_being_built(
     refused = run_runtime(workspace, "rebuild-index")
     assert refused.returncode == 2 and name.encode() in refused.stderr
     assert not index.exists()
+
+
+def test_writers_write_every_accepted_page_whose_name_they_can_address(tmp_path: Path) -> None:
+    # The case: one page an editor wrote (`due date: ...`) must not block `end`.
+    meeting = next(text for ident, _name, text in PAGES if ident == "obsidian-property-with-space")
+    workspace = make_workspace(tmp_path, ENGINE_FILE, {"meeting.md": meeting.encode()})
+    writable = [
+        (name, text)
+        for ident, name, text in PAGES
+        if REFERENCE[ident][0]
+        and name != "meeting.md"
+        and engine.nfc(name) == name
+        and not name.startswith(".")
+        and name.endswith(".md")
+    ]
+    payload = {
+        "dailySummary": "Saved every page.",
+        "pages": [{"filename": name, "content": text} for name, text in writable],
+    }
+    saved = run_runtime(workspace, "end", "--confirm-explicit-user-end", "--payload", "-", payload=payload)
+    assert saved.returncode == 0, saved.stderr
+    for name, text in writable:
+        stored = (workspace / "EchoesVault" / "pages" / name).read_bytes()
+        # What the reference stores (content trimmed, one final newline), with Unix newlines.
+        assert stored == (text.replace("\r\n", "\n").replace("\r", "\n").strip() + "\n").encode()
+    updated = run_runtime(
+        workspace,
+        "upsert",
+        "--payload",
+        "-",
+        payload={
+            "filename": "meeting.md",
+            "content": meeting.replace("Weekly", "Monthly"),
+            "expectedSha256": REFERENCE["obsidian-property-with-space"][2],
+        },
+    )
+    assert updated.returncode == 0, updated.stderr
+    index = (workspace / "EchoesVault" / engine.INDEX_FILE).read_text(encoding="utf-8")
+    assert "- [[meeting]]: Monthly sync.\n" in index
