@@ -701,6 +701,8 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
     """A note on an unindented frontmatter line that engines skip (not `key: value`)."""
     if line.startswith("- "):
         reason = "a list item outside any key; indent it under its key"
+    elif re.match(r"[A-Za-z][A-Za-z0-9_-]*\s+:", line):
+        reason = "a space before `:`; write `key: value`"
     elif _QUOTED_KEY.match(line):
         key = line.split(":", 1)[0].strip()
         suggestion = re.sub(r"[^A-Za-z0-9_-]+", "_", key.strip("\"'")).strip("_")

@@ -108,11 +108,12 @@ def test_a_non_nfc_upper_suffix_page_is_one_ev033_finding(repo: Path) -> None:
 
 
 def test_ignored_lines_name_the_key_and_suggest_one(repo: Path) -> None:
-    write(repo, f"{PAGES}/keys.md", page().replace(TYPE, f'{TYPE}\n"quoted key": v\nx.y: 1\n- item'))
+    extra = '"quoted key": v\nx.y: 1\n- item\nowner : me'
+    write(repo, f"{PAGES}/keys.md", page().replace(TYPE, f"{TYPE}\n{extra}"))
     found = [f for f in run_checks(repo, select=["EV070"]).findings if f.path.endswith("keys.md")]
-    assert [(f.line, f.col) for f in found] == [(3, 1), (4, 1), (5, 1)]
+    assert [(f.line, f.col) for f in found] == [(3, 1), (4, 1), (5, 1), (6, 1)]
     assert "`quoted_key`" in found[0].message and "`x_y`" in found[1].message
-    assert "list item" in found[2].message
+    assert "list item" in found[2].message and "space before `:`" in found[3].message
 
 
 def test_problems_inside_a_conflict_are_left_to_ev001(repo: Path) -> None:
