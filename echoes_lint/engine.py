@@ -524,11 +524,6 @@ def decode_summary(value: str, slug: Optional[str] = None,
     return summary, None
 
 
-def summary_problem_of(value: str) -> Optional[str]:
-    """Why a summary string breaks spec section 7.3, or None when it is acceptable."""
-    return (decode_summary(value)[1] or (None, None))[1]
-
-
 class _Lines:
     """Maps offsets in the trimmed page back to the file's own `\n` lines and columns."""
 
