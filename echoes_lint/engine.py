@@ -442,8 +442,8 @@ class PageMeta:
     `status` (case-folded) and `summary` (whitespace-collapsed) are set. `notes` are the located
     facts that engines accept but other tools may misread: the linter reports them.
 
-    Lines are the file's `\n` lines; `close_index` is the closing `---` among the lines engines
-    split the trimmed page into (`str.splitlines`)."""
+    Line numbers count newline characters, as editors do; `close_index` is the closing `---`
+    among the lines engines split the trimmed page into (`str.splitlines`)."""
 
     fields: Dict[str, Field]
     problems: Tuple[Problem, ...]
@@ -525,7 +525,7 @@ def decode_summary(value: str, slug: Optional[str] = None,
 
 
 class _Lines:
-    """Maps offsets in the trimmed page back to the file's own `\n` lines and columns."""
+    """Maps offsets in the trimmed page back to the file's own lines and columns."""
 
     def __init__(self, text: str, trimmed: str) -> None:
         lead = len(text) - len(text.lstrip())
