@@ -2249,7 +2249,7 @@ def only_summary_missing(problems: Sequence[Problem]) -> bool:
 
 def inject_summary(text: str, meta: PageMeta, summary: str) -> str:
     """Add a JSON-quoted `summary` as the last frontmatter key of the trimmed page, which is
-    re-joined with `\n` as engines do (spec section 15)."""
+    re-joined with newlines as engines do (spec section 15)."""
     if meta.close_index is None:
         raise VaultError("Cannot add a summary to a page without a closed frontmatter block.")
     lines = (text.strip() + "\n").splitlines()

@@ -39,10 +39,16 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
+def _finds_non_nfc(name: str, pages: dict[str, bytes]) -> bool:
+    """Whether `hash name` reaches a page stored under a non-NFC name (the leniency)."""
+    wanted = engine.nfc(name) if name.endswith(".md") else engine.nfc(name) + ".md"
+    return wanted not in pages and any(engine.nfc(other) == wanted for other in pages)
+
+
 @pytest.mark.parametrize("seed", range(FIRST_SEED, FIRST_SEED + SEEDS))
 def test_random_vault_agrees_with_the_reference(tmp_path: Path, seed: int) -> None:
     pages = random_pages(random.Random(seed))
-    names = [name for name, data in pages.items() if _utf8(data) and engine.nfc(name) == name]
+    names = [name for name, data in pages.items() if _utf8(data) and not _finds_non_nfc(name, pages)]
     reference = observe(make_workspace(tmp_path / "reference", Path(REFERENCE), pages), names)
     ours = observe(make_workspace(tmp_path / "ours", ENGINE_FILE, pages), names)
     assert ours == reference, (seed, pages)
