@@ -68,11 +68,16 @@ class Observation:
     invalid: Tuple[str, ...]
     hashes: Tuple[Tuple[str, Optional[str]], ...]
     """(name as asked, sha256 or None when refused) for every page name asked."""
+    written: Optional[Tuple[bool, Optional[bytes]]] = None
+    """(accepted, index bytes after) of `upsert` of the page asked, if one was."""
 
 
-def observe(workspace: Path, names: Sequence[str]) -> Observation:
+UPSERTED = "written-page.md"
+
+
+def observe(workspace: Path, names: Sequence[str], upsert: Optional[str] = None) -> Observation:
     """What the workspace's runtime decides: `rebuild-index`, then `status`, then `hash` of each
-    name in `names`."""
+    name in `names`, then (with `upsert`) `upsert` of that content as a new page."""
     rebuilt = run_runtime(workspace, "rebuild-index")
     index_path = workspace / "EchoesVault" / engine.INDEX_FILE
     index = index_path.read_bytes() if index_path.exists() else None
@@ -85,7 +90,13 @@ def observe(workspace: Path, names: Sequence[str]) -> Observation:
         answer = run_runtime(workspace, "hash", name)
         hashes.append((name, json.loads(answer.stdout)["sha256"] if answer.returncode == 0
                        else None))
-    return Observation(rebuilt.returncode == 0, index, invalid, tuple(hashes))
+    written = None
+    if upsert is not None:
+        answer = run_runtime(workspace, "upsert", "--payload", "-",
+                             payload={"filename": UPSERTED, "content": upsert})
+        written = (answer.returncode == 0,
+                   index_path.read_bytes() if index_path.exists() else None)
+    return Observation(rebuilt.returncode == 0, index, invalid, tuple(hashes), written)
 
 
 # --- Random pages and names ------------------------------------------------------------------
