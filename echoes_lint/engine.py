@@ -46,6 +46,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Set,
     Tuple,
     cast,
 )
@@ -212,9 +213,11 @@ class Problem:
 
 
 def decode_text(data: bytes) -> Tuple[Optional[str], Optional[Problem]]:
-    """Decode UTF-8 bytes the way every engine reads a page: strict UTF-8, universal newlines.
+    """Decode UTF-8 bytes the way every engine reads a page: Python's text mode with
+    `encoding="utf-8"`, so strict UTF-8, universal newlines, a byte-order mark kept and NUL
+    accepted (the linter reports it: `nul_position`).
 
-    Returns (text, None) or (None, problem) for invalid UTF-8 or binary (NUL) content.
+    Returns (text, None) or (None, problem) for invalid UTF-8.
     """
     try:
         text = data.decode("utf-8")
@@ -226,16 +229,18 @@ def decode_text(data: bytes) -> Tuple[Optional[str], Optional[Problem]]:
             line,
             col,
         )
-    nul = text.find("\0")
-    if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
-        return None, Problem(
-            "invalid-text", "binary content (NUL byte); binary files belong in assets/", line, col
-        )
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text, None
+
+
+def nul_position(text: str) -> Optional[Tuple[int, int]]:
+    """(line, col) of the first NUL character: engines read such a file, but Git treats it as
+    binary (no text diff, no merge), so the linter reports it."""
+    nul = text.find("\0")
+    if nul < 0:
+        return None
+    return text.count("\n", 0, nul) + 1, nul - (text.rfind("\n", 0, nul) + 1) + 1
 
 
 def _byte_position(data: bytes, offset: int) -> Tuple[int, int]:
@@ -349,8 +354,10 @@ def page_sort_key(filename: str) -> Tuple[str, str]:
     return normalized.casefold(), normalized
 
 
-def normalize_page_name(value: object) -> str:
-    """Validate a requested page name and return its NFC `<stem>.md` filename."""
+def normalize_page_name(value: object, writing: bool = True) -> str:
+    """Validate a requested page name and return its NFC `<stem>.md` filename. Only a page to
+    write must also have a name every engine and index row can carry (no control characters,
+    no bytes that are not UTF-8); `hash` reads any page the reference engine reads."""
     if not isinstance(value, str) or not value.strip():
         raise VaultError("Page filename must be a non-empty string.")
     name = nfc(value.strip())
@@ -364,6 +371,8 @@ def normalize_page_name(value: object) -> str:
         raise VaultError(f"Page filename must not contain '..': {value!r}.")
     if name.startswith("."):
         raise VaultError(f"Page filename must not start with '.': {value!r}.")
+    if not writing:
+        return f"{name}.md"
     if _CONTROL_CHARACTER.search(name):
         raise VaultError(f"Page filename must not contain control characters: {value!r}.")
     if _SURROGATE.search(name):
@@ -376,22 +385,45 @@ _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
-def page_name_problem(filename: str) -> Optional[Problem]:
-    """Why a file stored in pages/ breaks the page-name rules (spec 7.1), or None."""
+def page_name_notes(filename: str) -> List[Problem]:
+    """What other tools may misread in the name of a stored page (engines index it anyway):
+    a leading `.`, a suffix other than exactly `.md`, or a name writers cannot address."""
+    if filename.startswith("."):
+        return [Problem("hidden-page", "page name starts with `.`: engines index it, but writers "
+                                       "refuse to address it and most tools hide it")]
+    if not filename.endswith(".md"):
+        return [Problem("page-suffix-case", f"page suffix `{filename[-3:]}` is not exactly `.md`: "
+                                            "engines index it, but writers address "
+                                            f"`{filename}.md` instead")]
     try:
         normalize_page_name(filename)
     except VaultError as exc:
-        return Problem("unsafe-page-name", str(exc))
-    return None
+        return [Problem("unsafe-page-name", str(exc))]
+    return []
+
+
+def _suffix(name: str) -> str:
+    """`pathlib.PurePath(name).suffix`: from the last `.`, unless the name starts or ends there
+    (so `.md` alone has no suffix)."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def is_page_file_name(name: str) -> bool:
-    """Whether a file directly in pages/ is a knowledge page (spec 7.1): `.md`, not hidden."""
-    return name.endswith(".md") and not name.startswith(".")
+    """Whether a regular file directly in pages/ is a knowledge page, as engines select them:
+    its suffix is `.md` case-insensitively, hidden names included (`.md` alone has no suffix)."""
+    return _suffix(name).casefold() == ".md"
 
 
 def page_stem(filename: str) -> str:
-    return nfc(filename[:-3] if filename.endswith(".md") else filename)
+    """The NFC slug of a page file name: the name without its `.md` suffix (any case)."""
+    suffix = _suffix(filename)
+    return nfc(filename[:-len(suffix)] if suffix.casefold() == ".md" else filename)
+
+
+def stem_identity(filename: str) -> str:
+    """Two pages whose stems share this key collide, and no engine builds the index."""
+    return page_stem(filename).casefold()
 
 
 def name_collisions(names: Iterable[str]) -> List[List[str]]:
@@ -406,24 +438,23 @@ def name_collisions(names: Iterable[str]) -> List[List[str]]:
 # Restricted frontmatter (spec section 7.2)
 # ---------------------------------------------------------------------------------------------
 
-_KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(.*)\Z")
-_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
+# Protocol engines read frontmatter line by line: a line is `key: value` when it matches this,
+# and is ignored otherwise (Obsidian's `due date: x` included).
+_KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):\s*(.*)\Z")
+# The conflict-marker lines that make a page invalid, matched over the whole trimmed page.
+# `|||||||` (a diff3 base) is not one of them; `marker_lines` reports it for the linter.
+_PROTOCOL_MARKER = re.compile(r"^(?:<{7}(?: .*)?|={7}|>{7}(?: .*)?)$", re.MULTILINE)
+SCALAR_KEYS = ("type", "status", "summary")
 
 
-def _closing_line_start(text: str, open_end: int) -> int:
-    """Offset of the first line after `open_end` that is exactly `---`, or -1.
-
-    Exactly, as every engine compares it: a `---` with trailing blanks closes nothing. Plain
-    `str.find` rather than a multiline regex: this runs on every page of every scan."""
-    position = open_end
-    while position >= 0:
-        position = text.find("\n---", position)
-        if position < 0:
-            break
-        if text.startswith("\n", position + 4) or position + 4 == len(text):
-            return position + 1
-        position += 1
-    return -1
+def protocol_marker_offset(text: str) -> int:
+    """Offset of the first conflict-marker line of `text` as engines test it, or -1."""
+    # Character tests first (memchr), then substrings: both are far cheaper than the regex.
+    if (("<" not in text or "<<<<<<<" not in text) and ("=" not in text or "=======" not in text)
+            and (">" not in text or ">>>>>>>" not in text)):
+        return -1
+    found = _PROTOCOL_MARKER.search(text)
+    return found.start() if found else -1
 
 
 _NEAR_DELIMITER = re.compile(r"^---[^\S\n]+$", re.MULTILINE)
@@ -439,7 +470,7 @@ def _delimiter_hint(text: str, start: int) -> str:
 
 
 class Field(NamedTuple):
-    """One top-level frontmatter key: its line, the inline value and any indented continuation.
+    """One top-level frontmatter key: its line, the column of its value and the inline value.
 
     A NamedTuple, not a frozen dataclass: it is built for every key of every page in a scan."""
 
@@ -447,13 +478,16 @@ class Field(NamedTuple):
     line: int
     value_col: int
     raw: str
-    continuation: Tuple[str, ...]
 
 
 @dataclasses.dataclass
 class PageMeta:
-    """A parsed page. `problems` is empty exactly when the frontmatter is valid; then `type`,
-    `status` (case-folded) and `summary` (whitespace-collapsed) are set."""
+    """A parsed page. `problems` is empty exactly when engines accept the page; then `type`,
+    `status` (case-folded) and `summary` (whitespace-collapsed) are set. `notes` are the located
+    facts that engines accept but other tools may misread: the linter reports them.
+
+    Line numbers count newline characters, as editors do; `close_index` is the closing `---`
+    among the lines engines split the trimmed page into (`str.splitlines`)."""
 
     fields: Dict[str, Field]
     problems: Tuple[Problem, ...]
@@ -462,6 +496,8 @@ class PageMeta:
     type: Optional[str] = None
     status: Optional[str] = None
     summary: Optional[str] = None
+    notes: Tuple[Problem, ...] = ()
+    close_index: Optional[int] = None
 
     @property
     def valid(self) -> bool:
@@ -477,33 +513,25 @@ class PageMeta:
         return (self.close_line or self.open_line) + 1
 
 
-def decode_scalar(raw: str, key: str, line: int, col: int) -> Tuple[Optional[str], List[Problem]]:
-    """Decode a plain, single-quoted or JSON double-quoted inline scalar."""
-    if raw.startswith('"'):
+def decode_scalar(raw: str) -> Tuple[Optional[str], Optional[Tuple[str, str]]]:
+    """A `type`, `status` or `summary` value as engines decode it: (value, None) or
+    (None, (problem kind, message)). Double quotes follow JSON; single quotes are unwrapped
+    whenever the value ends with one; anything else is taken verbatim."""
+    stripped = raw.strip()
+    if not stripped:
+        return None, ("frontmatter-empty-value", "needs a value on the key's own line")
+    if stripped.startswith('"'):
         try:
-            value = json.loads(raw)
+            value = json.loads(stripped)
         except ValueError as exc:
-            return None, [Problem("frontmatter-quoting",
-                                  f"`{key}` has an invalid double-quoted value ({_json_reason(exc)}); "
-                                  "double-quoted values follow JSON string rules", line, col, key)]
+            return None, ("frontmatter-quoting", f"has an invalid double-quoted value "
+                          f"({_json_reason(exc)}); double-quoted values follow JSON string rules")
         if not isinstance(value, str):
-            return None, [Problem("frontmatter-quoting", f"`{key}` must be a string", line, col, key)]
-        return value, []
-    if raw.startswith("'"):
-        inner = raw[1:-1] if len(raw) >= 2 and raw.endswith("'") else None
-        if inner is None or "'" in inner.replace("''", ""):
-            return None, [Problem("frontmatter-quoting",
-                                  f"`{key}` has an unterminated single-quoted value; write `''` for "
-                                  "a quote inside single quotes", line, col, key)]
-        return inner.replace("''", "'"), []
-    if raw[0] in "[{":
-        return None, [Problem("frontmatter-empty-value",
-                              f"`{key}` must be a scalar string, not a list or mapping", line, col, key)]
-    if raw[0] in "|>" and re.fullmatch(r"[|>][+-]?[0-9]?[+-]?", raw):
-        return None, [Problem("frontmatter-empty-value",
-                              f"`{key}` must be written inline on its own line, not as a block scalar",
-                              line, col, key)]
-    return raw, []
+            return None, ("frontmatter-quoting", "must be a string")
+        return value, None
+    if stripped.startswith("'") and stripped.endswith("'") and len(stripped) >= 2:
+        return stripped[1:-1].replace("''", "'"), None
+    return stripped, None
 
 
 def _json_reason(exc: ValueError) -> str:
@@ -514,152 +542,288 @@ def normalize_summary(value: str) -> str:
     return " ".join(value.split())
 
 
-def parse_frontmatter(text: str) -> PageMeta:
-    """Parse and validate a page's frontmatter, collecting every problem with its line.
+def decode_summary(value: str, slug: Optional[str] = None,
+                   ) -> Tuple[Optional[str], Optional[Tuple[str, str]]]:
+    """The index text of a summary (spec 7.3), or (None, (problem kind, message)). A legacy
+    index row `- [[slug]]: text` stands for its text; with `slug`, it must link that page."""
+    candidate = value.strip()
+    if not candidate:
+        return None, ("frontmatter-empty-value", "`summary` must not be empty")
+    row = _INDEX_ROW.match(candidate)
+    if row:
+        if slug is not None and row.group(1) != slug:
+            return None, ("summary-invalid", f"links [[{row.group(1)}]], not [[{slug}]]")
+        candidate = row.group(2).strip()
+    if "\n" in candidate or "\r" in candidate:
+        return None, ("summary-invalid", "`summary` must fit on one line")
+    summary = normalize_summary(candidate)
+    if not summary:
+        return None, ("frontmatter-empty-value", "`summary` must not be empty")
+    if len(summary) > SUMMARY_MAX_LENGTH:
+        return None, ("summary-invalid",
+                      f"`summary` has {len(summary)} characters; the limit is "
+                      f"{SUMMARY_MAX_LENGTH} (whitespace runs count as one)")
+    if protocol_marker_offset(summary) >= 0:
+        return None, ("summary-invalid", "`summary` is a Git conflict marker")
+    return summary, None
 
-    `text` is decoded, newline-normalised page text (see `decode_text`)."""
-    leading = _BLANK_LINES.match(text)
-    blank_end = leading.end() if leading else 0
-    open_index = text.count("\n", 0, blank_end)
-    open_end = text.find("\n", blank_end)
-    opening = text[blank_end:] if open_end < 0 else text[blank_end:open_end]
-    if opening.lstrip() != "---":
-        first = open_index + 1 if opening.strip() else 1
-        hint = ("the file starts with a UTF-8 byte-order mark, which engines do not skip"
-                if text.startswith("\ufeff") else "the first line must be `---`")
-        hint += _delimiter_hint(text, blank_end) if opening.strip() == "---" else ""
-        return PageMeta({}, (Problem("frontmatter-missing",
-                                     f"page has no frontmatter block ({hint})", first, 1),), first, None)
-    open_line = open_index + 1
-    close_start = _closing_line_start(text, open_end)
-    if close_start < 0:
-        return PageMeta({}, (Problem("frontmatter-unclosed",
-                                     "frontmatter block opened here is never closed by a line that "
-                                     "is exactly `---`" + _delimiter_hint(text, open_end + 1),
-                                     open_line, 1),), open_line, None)
-    # Split only up to the closing line: page bodies can be long and are not frontmatter.
-    lines = text[:close_start].split("\n")
-    close_line = len(lines)
+
+class _Lines:
+    """Maps offsets in the trimmed page back to the file's own lines and columns."""
+
+    def __init__(self, text: str, trimmed: str) -> None:
+        lead = len(text) - len(text.lstrip())
+        self.trimmed = trimmed
+        self.first_line = text.count("\n", 0, lead) + 1
+        self.first_col = lead - (text.rfind("\n", 0, lead) + 1)
+
+    def at(self, offset: int) -> Tuple[int, int]:
+        newlines = self.trimmed.count("\n", 0, offset)
+        col = offset - (self.trimmed.rfind("\n", 0, offset) + 1) + 1
+        return self.first_line + newlines, col + (self.first_col if not newlines else 0)
+
+    def starts(self, lines: Sequence[str], count: int) -> List[Tuple[int, int]]:
+        """(line, col) of the first `count` `splitlines` lines, in one pass."""
+        found = []
+        offset, number, line_start = 0, self.first_line, -self.first_col
+        for line in lines[:count]:
+            found.append((number, offset - line_start + 1))
+            offset += len(line)
+            width = 2 if self.trimmed.startswith("\r\n", offset) else 1
+            offset += width
+            if self.trimmed[offset - 1] == "\n":
+                number, line_start = number + 1, offset
+        return found
+
+
+# Line breaks of `str.splitlines` other than `\n`: without them, `\n` alone splits lines.
+_ASCII_BREAKS = ("\r", "\v", "\f", "\x1c", "\x1d", "\x1e")
+_OTHER_BREAKS = (*_ASCII_BREAKS, "\x85", "\u2028", "\u2029")
+
+
+def _only_newline_breaks(text: str) -> bool:
+    # Substring tests, not a regex character class: they are many times faster on long text.
+    return all(mark not in text for mark in (_ASCII_BREAKS if text.isascii() else _OTHER_BREAKS))
+
+
+def _head_lines(trimmed: str) -> Tuple[List[str], int]:
+    """(the `splitlines` lines of the trimmed page, at least up to the closing `---`; the index
+    of that closing line or -1). The common page splits only its frontmatter: a scan parses every
+    page, and bodies are long."""
+    if trimmed.startswith("---\n") and _only_newline_breaks(trimmed):
+        end = trimmed.find("\n---\n", 3)
+        if end >= 0:
+            lines = trimmed[:end + 4].split("\n")
+            return lines, len(lines) - 1
+    lines = trimmed.splitlines()
+    return lines, (lines.index("---", 1) if "---" in lines[1:] else -1)
+
+
+def parse_frontmatter(text: str) -> PageMeta:
+    """Parse a page exactly as protocol engines decide it, with every problem located; beside
+    the decision, collect `notes` on what engines accept but other tools may misread.
+
+    Engines trim the page, refuse any conflict-marker line, split it with `str.splitlines`,
+    require a first line `---` and a later closing line `---`, then read only unindented lines
+    that match `key: value`; everything else in the block is skipped."""
+    trimmed = text.strip() + "\n"
+    where = _Lines(text, trimmed)
     problems: List[Problem] = []
+    marker = protocol_marker_offset(trimmed)
+    if marker >= 0:
+        problems.append(Problem("conflict-marker", "page contains unresolved Git conflict markers",
+                                where.at(marker)[0], 1))
+    lines, closing = _head_lines(trimmed)
+    if lines[0] != "---":
+        first = where.first_line if text.strip() else 1
+        hint = ("the file starts with a UTF-8 byte-order mark, which engines do not skip"
+                if trimmed.startswith("\ufeff") else "the first line must be `---`")
+        hint += _delimiter_hint(trimmed, 0) if lines[0].rstrip() == "---" else ""
+        problems.append(Problem("frontmatter-missing", f"page has no frontmatter block ({hint})",
+                                first, 1))
+        return PageMeta({}, tuple(problems), first, None)
+    if closing < 0:
+        problems.append(Problem("frontmatter-unclosed",
+                                "frontmatter block opened here is never closed by a line that is "
+                                "exactly `---`" + _delimiter_hint(trimmed, 4),
+                                where.first_line, 1))
+        return PageMeta({}, tuple(problems), where.first_line, None)
+    positions = where.starts(lines, closing + 1)
+    open_line, close_line = positions[0][0], positions[closing][0]
+    if closing == 1:
+        problems.append(Problem("frontmatter-empty",
+                                "frontmatter block is empty; add type, stack, status and summary",
+                                open_line, 1))
+        return PageMeta({}, tuple(problems), open_line, close_line, close_index=closing)
+    fields, notes, valued = _read_keys(lines, positions, closing, problems)
+    if not fields and not notes:
+        problems.append(Problem("frontmatter-empty", "frontmatter block holds no keys; add "
+                                "type, stack, status and summary", open_line, 1))
+        return PageMeta({}, tuple(problems), open_line, close_line, close_index=closing)
+    values = _required_values(fields, valued, open_line, problems, notes)
+    problems.sort(key=lambda problem: (problem.line, problem.col, problem.kind))
+    notes.sort(key=lambda note: (note.line, note.col, note.kind))
+    if problems:
+        return PageMeta(fields, tuple(problems), open_line, close_line, notes=tuple(notes),
+                        close_index=closing)
+    return PageMeta(fields, (), open_line, close_line, type=values["type"],
+                    status=values["status"].casefold(), summary=values["summary"],
+                    notes=tuple(notes), close_index=closing)
+
+
+def _read_keys(lines: Sequence[str], positions: Sequence[Tuple[int, int]], closing: int,
+               problems: List[Problem]) -> Tuple[Dict[str, Field], List[Problem], Set[str]]:
+    """The keys of the block (lines 1 to `closing` - 1), which keys have a value (inline, or
+    indented lines after them), duplicate-key problems, and notes on skipped lines."""
     fields: Dict[str, Field] = {}
-    continuations: Dict[str, List[str]] = {}
-    current: Optional[str] = None  # the key that indented lines continue; "" after a duplicate
-    # This loop runs for every line of every page in a scan, so the common `key: value` line
-    # takes the shortest path.
-    for number in range(open_line + 1, close_line):
-        line = lines[number - 1]
-        if not line or line[0] == "#":
+    valued: Set[str] = set()
+    notes: List[Problem] = []
+    previous: Optional[Field] = None  # the key the next indented line would continue
+    continued: Set[str] = set()
+    # This loop runs for every frontmatter line of every page in a scan: the common
+    # `key: value` line takes the shortest path.
+    for index in range(1, closing):
+        line = lines[index]
+        number, col = positions[index]
+        # A line starting with a letter is the common `key: value`; the skips cannot apply.
+        if not line[:1].isalpha() and (not line.strip() or line.lstrip().startswith("#")):
             continue
-        if line[0] in " \t":
-            stripped = line.strip()
-            if not stripped or stripped[0] == "#":
-                continue
-            if current is None:
-                problems.append(Problem("frontmatter-key-syntax",
-                                        "indented line does not belong to any key", number, 1))
-            elif current:
-                continuations.setdefault(current, []).append(stripped)
+        if line[0].isspace():
+            if line[0] not in " \t":
+                notes.append(Problem("frontmatter-ignored-line",
+                                     f"line starts with U+{ord(line[0]):04X}, which engines skip "
+                                     "as indentation but YAML reads as text; use spaces",
+                                     number, col))
+            elif previous is None:
+                notes.append(Problem("frontmatter-ignored-line",
+                                     "indented line belongs to no key; engines skip it",
+                                     number, col + len(line) - len(line.lstrip())))
+            elif (previous.key in SCALAR_KEYS and previous.raw[:1] not in ("", "|", ">")
+                  and previous.key not in continued):
+                continued.add(previous.key)
+                notes.append(Problem("frontmatter-scalar-continuation",
+                                     f"`{previous.key}` continues on indented lines: engines read "
+                                     f"only `{previous.raw}`, YAML reads the joined lines",
+                                     number, col + len(line) - len(line.lstrip()), previous.key))
             continue
         match = _KEY_LINE.match(line)
         if match is None:
-            if line.strip():
-                problems.append(Problem(
-                    "frontmatter-key-syntax",
-                    "expected `key: value` with a key matching [A-Za-z][A-Za-z0-9_-]*"
-                    + ("; indent list items under their key" if line.startswith("-") else ""),
-                    number, 1))
-                current = None
+            notes.append(_ignored_line(line, number, col))
+            previous = None
             continue
-        key, rest = match.group(1), match.group(2)
+        key, inline = match.groups()
         if key in fields:
             problems.append(Problem("frontmatter-duplicate-key",
-                                    f"duplicate key `{key}` (first defined on line {fields[key].line})",
-                                    number, 1, key))
-            current = ""
+                                    f"duplicate key `{key}` (first defined on line "
+                                    f"{fields[key].line})", number, col, key))
+            previous = None
             continue
-        raw = rest.strip()
-        fields[key] = Field(key, number, len(key) + 2 + (len(rest) - len(rest.lstrip())), raw, ())
-        current = key
-    for key, extra in continuations.items():
-        fields[key] = fields[key]._replace(continuation=tuple(extra))
-    if not fields and not problems:
-        return PageMeta({}, (Problem("frontmatter-empty",
-                                     "frontmatter block is empty; add type, stack, status and summary",
-                                     open_line, 1),), open_line, close_line)
+        raw = inline.strip()
+        previous = fields[key] = Field(key, number, col + len(line) - len(inline), raw)
+        if raw:
+            valued.add(key)
+            continue
+        for ahead in range(index + 1, closing):
+            following = lines[ahead]
+            if not following.strip() or following.lstrip().startswith("#"):
+                continue
+            if following[0].isspace():
+                valued.add(key)
+            break
+    return fields, notes, valued
+
+
+_QUOTED_KEY = re.compile(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
+
+
+def _ignored_line(line: str, number: int, col: int) -> Problem:
+    """A note on an unindented frontmatter line that engines skip (not `key: value`)."""
+    if line.startswith("- "):
+        reason = "a list item outside any key; indent it under its key"
+    elif re.match(r"[A-Za-z][A-Za-z0-9_-]*\s+:", line):
+        reason = "a space before `:`; write `key: value`"
+    elif _QUOTED_KEY.match(line):
+        key = line.split(":", 1)[0].strip()
+        suggestion = re.sub(r"[^A-Za-z0-9_-]+", "_", key.strip("\"'")).strip("_")
+        suggestion = suggestion if suggestion[:1].isalpha() and suggestion.isascii() else "a key"
+        reason = (f"key `{key}` is not a protocol key ([A-Za-z][A-Za-z0-9_-]* then `:`); "
+                  f"rename it, e.g. to `{suggestion}`")
+    else:
+        reason = "not `key: value`"
+    return Problem("frontmatter-ignored-line",
+                   f"engines ignore this frontmatter line: {reason}", number, col)
+
+
+def _required_values(fields: Dict[str, Field], valued: Set[str], open_line: int,
+                     problems: List[Problem], notes: List[Problem]) -> Dict[str, str]:
+    """Decode `type`, `status` and `summary` and check `stack` as engines do, adding problems;
+    note values that engines read differently from YAML tools."""
     values: Dict[str, str] = {}
     for key in REQUIRED_FRONTMATTER:
         field = fields.get(key)
         if field is None:
-            problems.append(Problem("frontmatter-missing-key",
-                                    f"required key `{key}` is missing", open_line, 1, key))
+            problems.append(Problem("frontmatter-missing-key", f"required key `{key}` is missing",
+                                    open_line, 1, key))
+            continue
+        if key not in valued:
+            problems.append(Problem("frontmatter-empty-value", f"`{key}` has no value (inline, or "
+                                    "indented on the following lines)", field.line,
+                                    field.value_col, key))
             continue
         if key == "stack":
-            if not field.raw and not field.continuation:
-                problems.append(Problem("frontmatter-empty-value",
-                                        "`stack` needs a value such as `[]` or `[python]`, or indented "
-                                        "items on the following lines", field.line, field.value_col, key))
+            closer = {"[": "]", "{": "}"}.get(field.raw[:1])
+            if closer and not field.raw.endswith(closer):
+                notes.append(Problem("stack-unclosed",
+                                     f"`stack` opens `{field.raw[0]}` without closing it: engines "
+                                     "keep the text, YAML tools fail on it", field.line,
+                                     field.value_col, key))
             continue
-        if not field.raw:
-            problems.append(Problem("frontmatter-empty-value",
-                                    f"`{key}` needs a non-empty value on the same line",
-                                    field.line, field.value_col, key))
+        value, error = decode_scalar(field.raw)
+        if error is None and key == "summary":
+            if (value or "").lstrip().startswith("- [["):
+                notes.extend(_summary_notes(field, value or ""))
+            value, error = decode_summary(value or "")
+        if error is not None or value is None:
+            kind, message = error or ("frontmatter-empty-value", "")
+            message = message if message.startswith("`") else f"`{key}` {message}"
+            problems.append(Problem(kind, message, field.line, field.value_col, key))
             continue
-        if field.raw[0] in "\"'[{|>":
-            value, scalar_problems = decode_scalar(field.raw, key, field.line, field.value_col)
-            if value is None:
-                problems.extend(scalar_problems)
-                continue
-        else:
-            value = field.raw
-        if field.continuation:
-            kind = "summary-invalid" if key == "summary" else "frontmatter-empty-value"
-            problems.append(Problem(kind, f"`{key}` must fit on one line",
-                                    field.line, field.value_col, key))
-            continue
-        if key == "summary":
-            summary_problem = summary_problem_of(value)
-            if summary_problem:
-                kind = "frontmatter-empty-value" if not value.strip() else "summary-invalid"
-                problems.append(Problem(kind, summary_problem, field.line, field.value_col, key))
-                continue
-        elif not value.strip():
-            problems.append(Problem("frontmatter-empty-value", f"`{key}` must not be empty",
-                                    field.line, field.value_col, key))
-            continue
+        if field.raw[0] in "[{|>'" or not value.strip():
+            notes.extend(_scalar_notes(field, value))
         values[key] = value
-    if problems:
-        problems.sort(key=lambda problem: (problem.line, problem.col, problem.kind))
-        return PageMeta(fields, tuple(problems), open_line, close_line)
-    return PageMeta(fields, (), open_line, close_line, type=values["type"].strip(),
-                    status=values["status"].strip().casefold(),
-                    summary=normalize_summary(values["summary"]))
+    return values
 
 
-def summary_problem_of(value: str) -> Optional[str]:
-    """Why a summary string breaks spec section 7.3, or None when it is acceptable."""
-    if "\n" in value or "\r" in value:
-        return "`summary` must fit on one line"
-    summary = normalize_summary(value)
-    if not summary:
-        return "`summary` must not be empty"
-    if len(summary) > SUMMARY_MAX_LENGTH:
-        return (f"`summary` has {len(summary)} characters; the limit is {SUMMARY_MAX_LENGTH}"
-                " (whitespace runs count as one)")
-    if _MARKER_LINE.match(summary):
-        return "`summary` is a Git conflict marker"
-    return None
+def _scalar_notes(field: Field, value: str) -> List[Problem]:
+    """Notes on a `type`, `status` or `summary` value that YAML tools read differently."""
+    raw, key = field.raw, field.key
+    found = []
+    if raw[0] in "[{|>":
+        found.append((f"`{key}` starts with `{raw[0]}`: engines read the text `{raw}` verbatim, "
+                      "YAML tools read a " + ("list or mapping" if raw[0] in "[{"
+                                                else "block of the following lines"),
+                      "frontmatter-non-scalar"))
+    elif raw[0] == "'" and (len(raw) < 2 or raw[-1] != "'" or "'" in raw[1:-1].replace("''", "")):
+        found.append((f"`{key}` has an unbalanced single quote: engines read `{value}`, YAML tools "
+                      "fail; write `''` for a quote inside single quotes", "frontmatter-single-quote"))
+    elif not value.strip() and key != "summary":
+        found.append((f"`{key}` is empty: engines accept it, the protocol asks for a value",
+                      "frontmatter-empty-scalar"))
+    return [Problem(kind, message, field.line, field.value_col, key) for message, kind in found]
 
 
-def validate_page_text(text: str) -> Tuple[Optional[PageMeta], List[Problem]]:
+def _summary_notes(field: Field, value: str) -> List[Problem]:
+    if _INDEX_ROW.match(value.strip()):
+        return [Problem("summary-index-row", "`summary` is written as an index row "
+                        "`- [[slug]]: text`: engines index only the text, YAML tools fail on it; "
+                        "keep the text", field.line, field.value_col, "summary")]
+    return []
+
+
+def validate_page_text(text: str) -> Tuple[PageMeta, List[Problem]]:
     """Every protocol problem of a proposed or stored page: conflict markers and frontmatter."""
-    problems: List[Problem] = []
-    markers = marker_lines(text)
-    if has_protocol_conflict(markers):
-        problems.append(Problem("conflict-marker", "page contains unresolved Git conflict markers",
-                                markers[0][0], 1))
     meta = parse_frontmatter(text)
-    problems.extend(meta.problems)
-    return meta, problems
+    return meta, list(meta.problems)
 
 
 def describe_problems(problems: Sequence[Problem]) -> str:
@@ -717,8 +881,11 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
     """Render the index all-or-nothing: any invalid page or name collision raises VaultError
     naming the page, and no index is produced (spec section 8)."""
     errors = []
-    for group in name_collisions(page_stem(name) for name, _meta, _problems in pages):
-        errors.append("page names collide after case folding: " + ", ".join(f"{g}.md" for g in group))
+    stems: Dict[str, List[str]] = {}
+    for name, _meta, _problems in pages:
+        stems.setdefault(stem_identity(name), []).append(name)
+    for group in sorted(sorted(group) for group in stems.values() if len(group) > 1):
+        errors.append("page names collide after case folding: " + ", ".join(group))
     for name, meta, problems in pages:
         if problems or meta is None:
             errors.append(f"{name}: {describe_problems(problems) or 'unreadable page'}")
@@ -1072,12 +1239,11 @@ class Document:
         """Every problem that makes this page invalid for the protocol (markers included).
         Computed once: health and the index both ask for every page."""
         problems = [self.problem] if self.problem else []
-        name_problem = page_name_problem(self.name)
-        if name_problem:
-            problems.append(name_problem)
-        if has_protocol_conflict(self.markers):
-            problems.append(Problem("conflict-marker", "unresolved Git conflict markers",
-                                    self.markers[0][0], 1))
+        if _SURROGATE.search(self.name):
+            # The reference engine fails with a traceback on such a name: no UTF-8 index can
+            # hold it. Here the page is invalid, so that health reporting still works.
+            problems.append(Problem("unsafe-page-name", "page name is not valid UTF-8, so no "
+                                    "index can hold it; rename the page"))
         if self.meta is not None:
             problems.extend(self.meta.problems)
         return problems
@@ -1856,8 +2022,10 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     return {"ok": True, "query": query, "limit": limit, "truncated": truncated, "results": results}
 
 
-def read_page_text(path: Path, filename: str) -> str:
-    """Current text of an existing page; refuses symlinks and non-text content."""
+def page_sha256(path: Path, filename: str) -> str:
+    """The `hash` of an existing page (spec 12.9): SHA-256 of its decoded, newline-normalised
+    text. A page that is not UTF-8 hashes as its raw bytes, so that `upsert` can replace it
+    (the reference engine cannot read it at all). Refuses symlinks."""
     if path.is_symlink():
         raise VaultError(f"Refusing to read a symbolic-link page: {filename}")
     try:
@@ -1866,10 +2034,8 @@ def read_page_text(path: Path, filename: str) -> str:
         raise VaultError(f"Page does not exist: {filename}") from exc
     except OSError as exc:
         raise VaultError(f"Cannot read page {filename}: {exc.strerror or exc}") from exc
-    text, problem = decode_text(data)
-    if text is None:
-        raise VaultError(f"Cannot read page {filename}: {problem.message if problem else ''}")
-    return text
+    text, _problem = decode_text(data)
+    return hashlib.sha256(data).hexdigest() if text is None else sha256_text(text)
 
 
 def stored_page_name(workspace: Path, filename: str) -> str:
@@ -1883,9 +2049,9 @@ def stored_page_name(workspace: Path, filename: str) -> str:
 
 
 def cmd_hash(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
-    filename = stored_page_name(ctx.workspace, normalize_page_name(args.filename))
+    filename = stored_page_name(ctx.workspace, normalize_page_name(args.filename, writing=False))
     path = managed_path(ctx.workspace, f"{VAULT_DIR}/pages/{filename}")
-    return {"ok": True, "page": str(path), "sha256": sha256_text(read_page_text(path, filename))}
+    return {"ok": True, "page": str(path), "sha256": page_sha256(path, filename)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2290,17 +2456,11 @@ def legacy_summary(value: object, stem: str, source: str = "indexDescription") -
     A whole legacy row (`- [[stem]]: text`) is accepted when it names the same page."""
     if not isinstance(value, str) or not value.strip():
         raise VaultError(f"{source} for {stem}.md must be a non-empty string.")
-    candidate = value.strip()
-    row = _INDEX_ROW.match(candidate)
-    if row:
-        if nfc(row.group(1)) != stem:
-            raise VaultError(f"{source} links [[{row.group(1)}]], not [[{stem}]].")
-        candidate = row.group(2)
-    problem = summary_problem_of(candidate)
-    if problem:
+    summary, error = decode_summary(value, stem)
+    if summary is None:
         raise VaultError(f"{source} for {stem}.md cannot be a summary: "
-                         + problem.replace("`summary`", "it"))
-    return normalize_summary(candidate)
+                         + (error[1] if error else "").replace("`summary`", "it"))
+    return summary
 
 
 def only_summary_missing(problems: Sequence[Problem]) -> bool:
@@ -2309,12 +2469,27 @@ def only_summary_missing(problems: Sequence[Problem]) -> bool:
 
 
 def inject_summary(text: str, meta: PageMeta, summary: str) -> str:
-    """Add a JSON-quoted `summary` as the last frontmatter key; nothing else changes."""
-    if meta.close_line is None:
+    """Add a JSON-quoted `summary` as the last frontmatter key of the trimmed page, which is
+    re-joined with newlines as engines do (spec section 15)."""
+    if meta.close_index is None:
         raise VaultError("Cannot add a summary to a page without a closed frontmatter block.")
-    lines = text.split("\n")
-    lines.insert(meta.close_line - 1, f"summary: {json.dumps(summary, ensure_ascii=False)}")
-    return "\n".join(lines)
+    lines = (text.strip() + "\n").splitlines()
+    lines.insert(meta.close_index, f"summary: {json.dumps(summary, ensure_ascii=False)}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def page_content(value: object, filename: str) -> str:
+    """Payload page text as it is stored: trimmed, Unix newlines, one final newline. Unlike
+    other payload text it may hold NUL (engines read such pages); it must be encodable."""
+    if not isinstance(value, str) or not value.strip():
+        raise VaultError(f"The content of {filename} must be a non-empty string.")
+    text = value.replace("\r\n", "\n").replace("\r", "\n").strip() + "\n"
+    if _SURROGATE.search(text):
+        raise VaultError(f"The content of {filename} holds a lone surrogate (not Unicode text).")
+    if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
+        raise VaultError(f"The content of {filename} is larger than "
+                         f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
+    return text
 
 
 def prepare_page_text(item: object) -> Tuple[str, str]:
@@ -2323,7 +2498,7 @@ def prepare_page_text(item: object) -> Tuple[str, str]:
     if not isinstance(item, dict):
         raise VaultError("Each page must be a JSON object with `filename` and `content`.")
     filename = normalize_page_name(item.get("filename"))
-    content = clean_text(item.get("content"), f"The content of {filename}") + "\n"
+    content = page_content(item.get("content"), filename)
     description = item.get("indexDescription")
     if description is not None:
         summary = legacy_summary(description, page_stem(filename))
@@ -2908,6 +3083,14 @@ def digest(data: Optional[bytes]) -> Optional[str]:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
+def _writable_page_name(name: str) -> bool:
+    """Whether a writer could have produced this page file name (only those are recoverable)."""
+    try:
+        return normalize_page_name(name) == name
+    except VaultError:
+        return False
+
+
 def intent_target_kind(path: str) -> Optional[str]:
     """The kind of a path a change set may write, or None for any other path."""
     if path == f"{VAULT_DIR}/{INDEX_FILE}":
@@ -2921,9 +3104,7 @@ def intent_target_kind(path: str) -> Optional[str]:
     pages = f"{VAULT_DIR}/pages/"
     if path.startswith(pages):
         name = path[len(pages):]
-        if "/" not in name and is_page_file_name(name) and page_name_problem(name) is None:
-            return "page"
-        return None
+        return "page" if _writable_page_name(name) else None
     return "daily" if _DAILY_ENTRY_PATH.fullmatch(path) else None
 
 
@@ -3617,7 +3798,7 @@ def check_page_target(workspace: Path, filename: str, expected: object,
     another Unicode normalisation of the same name is that page; an existing page needs its
     current hash (spec 11.3)."""
     for document in pages:
-        if fold_name(document.name) != fold_name(filename):
+        if stem_identity(document.name) != stem_identity(filename):
             continue
         if nfc(document.name) != filename:
             raise VaultError(f"{filename} collides with the existing page {document.name} (page "
@@ -3629,7 +3810,7 @@ def check_page_target(workspace: Path, filename: str, expected: object,
     if not isinstance(expected, str) or not expected.strip():
         raise VaultError(f"{filename} already exists: send `expectedSha256`, the `hash` of the "
                          "page as you read it.")
-    actual = sha256_text(read_page_text(path, filename))
+    actual = page_sha256(path, filename)
     if expected.strip().lower() != actual:
         raise VaultError(f"Concurrent change detected for {filename}: expected "
                          f"{bounded(expected.strip(), 64)}, found {actual}. Reread the page, "

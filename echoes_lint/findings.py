@@ -121,14 +121,6 @@ frontmatter block that holds `type`, `stack`, `status` and `summary`.
             "Add the required keys `type`, `stack`, `status` and `summary`.",
         ),
         _rule(
-            "EV013", "frontmatter-key-syntax", _E,
-            "A frontmatter line is not `key: value` with a key matching `[A-Za-z][A-Za-z0-9_-]*`.",
-            """
-Protocol 1.0.0 uses a restricted frontmatter syntax: top-level keys start with a letter, then
-letters, digits, `_` or `-`, followed by `:`. Continuation lines must be indented.
-""",
-        ),
-        _rule(
             "EV014", "frontmatter-duplicate-key", _E,
             "A frontmatter key appears twice.",
             "Duplicate top-level keys are invalid. Keep one and delete the other.",
@@ -164,8 +156,8 @@ hold at most 160 Unicode characters after whitespace runs are collapsed.
         ),
         _rule(
             "EV019", "invalid-text", _E,
-            "A vault Markdown file is not valid UTF-8 text.",
-            "Re-save the file as UTF-8. Binary content (NUL bytes) belongs in `assets/`.",
+            "A vault Markdown file is not valid UTF-8 text, or cannot be read.",
+            "Re-save the file as UTF-8 (and make it a readable regular file).",
         ),
         _rule(
             "EV020", "tracked-generated-index", _E,
@@ -212,6 +204,37 @@ are one file on macOS and Windows. Rename or merge one of them.
 Knowledge pages are regular `.md` files directly inside `EchoesVault/pages/`, with no leading
 `.`. Names that Windows cannot check out (reserved names such as `CON`, a trailing dot or space,
 or one of `<>:"|?*`) are reported as warnings.
+""",
+        ),
+        _rule(
+            "EV032", "hidden-page", _E,
+            "A page name starts with `.`.",
+            """
+Protocol engines index `pages/.name.md` like any page, but writers refuse to address a hidden
+name (no `hash`, no `upsert`), and editors, file browsers and many tools hide it.
+
+Fix: `git mv` it to the same name without the leading dots.
+""",
+        ),
+        _rule(
+            "EV033", "page-suffix-case", _E,
+            "A page ends in `.MD`, `.Md` or `.mD` instead of `.md`.",
+            """
+Protocol engines select pages by a case-insensitive `.md` suffix and index `Notes.MD` as
+`[[Notes]]`, but writers address `Notes.MD.md` when asked for `Notes.MD`, and case-sensitive
+tools (globs such as `*.md`, Git attributes, the Action's path filters) skip the page.
+
+Fix: `git mv` it to the same stem with `.md`.
+""",
+        ),
+        _rule(
+            "EV034", "unaddressable-page-name", _E,
+            "A page name that writers refuse: `..`, a control character or bytes that are not UTF-8.",
+            """
+Engines index such a page, but no writer can update it, and a control character in a slug
+breaks the index row it produces.
+
+Fix: rename the page to a plain name.
 """,
         ),
         _rule(
@@ -305,6 +328,89 @@ Links inside code fences and inline code are ignored. Fix the link target or cre
             """
 Protocol 1.0.0 writers create one unique file per entry under `daily/YYYY-MM-DD/`. A shared
 date-level file conflicts whenever two branches write on the same day.
+""",
+        ),
+        _rule(
+            "EV070", "frontmatter-ignored-line", _E,
+            "A frontmatter line that protocol engines skip: not `key: value` with a protocol key.",
+            """
+Engines read only unindented lines `key: value` whose key matches `[A-Za-z][A-Za-z0-9_-]*`
+and skip every other line, so `due date: 2026-12-01`, `"quoted": v` or `x.y: 1` are invisible
+to them while YAML tools (Obsidian, static-site generators) read them, and a top-level `- item`
+or an indented line under no key is a YAML error.
+
+Fix: rename the key to letters, digits, `_` and `-` (`due_date`), or indent the line under its
+key.
+""",
+        ),
+        _rule(
+            "EV071", "frontmatter-scalar-continuation", _E,
+            "`type`, `status` or `summary` continues on indented lines.",
+            """
+Engines read only the text on the key's own line; YAML tools join the indented lines into the
+value. The index then shows less than an editor does.
+
+Fix: put the whole value on the key's line.
+""",
+        ),
+        _rule(
+            "EV072", "frontmatter-non-scalar", _E,
+            "`type`, `status` or `summary` starts with `[`, `{`, `|` or `>`.",
+            """
+Engines take such a value as plain text (`summary: >` indexes the page as `>`), while YAML
+tools read a list, a mapping or a block of the following lines.
+
+Fix: write the value as one plain or quoted string on the key's line.
+""",
+        ),
+        _rule(
+            "EV073", "frontmatter-single-quote", _E,
+            "A single-quoted `type`, `status` or `summary` is unterminated or holds a lone `'`.",
+            """
+Engines keep the text as it is, YAML tools fail on it.
+
+Fix: close the quote, and write `''` for a quote inside single quotes.
+""",
+        ),
+        _rule(
+            "EV074", "frontmatter-empty-scalar", _W,
+            "`type` or `status` is an empty quoted string.",
+            "Engines accept `type: \"\"`; the protocol asks for a value. Fix: write one.",
+        ),
+        _rule(
+            "EV075", "stack-unclosed", _E,
+            "`stack` opens `[` or `{` without closing it.",
+            """
+Engines never decode `stack` and accept `[python`, YAML tools fail on the whole block.
+
+Fix: close the bracket: `stack: [python]`.
+""",
+        ),
+        _rule(
+            "EV076", "summary-index-row", _E,
+            "`summary` is written as an index row `- [[slug]]: text`.",
+            """
+Engines index only the text after the link, YAML tools fail on a value starting with `- `.
+
+Fix: keep only the text.
+""",
+        ),
+        _rule(
+            "EV077", "binary-content", _E,
+            "A vault Markdown file holds a NUL byte.",
+            """
+Engines read the file, but Git treats it as binary: no text diff and no merge, so every
+concurrent edit conflicts. Binary content belongs in `assets/`.
+""",
+        ),
+        _rule(
+            "EV078", "trimmed-conflict-marker", _E,
+            "A first or last line that becomes a conflict marker once the page is trimmed.",
+            """
+Engines trim surrounding whitespace before looking for conflict markers, so a last line
+`======= ` (with trailing blanks) is the marker `=======` to them and the page is refused.
+
+Fix: delete the line, or make it a heading of another form.
 """,
         ),
     )

@@ -20,7 +20,7 @@ from echoes_lint.config import load_config
 HOOKS: dict[str, tuple[str, ...]] = {
     "echoes-lint": (),
     "echoes-conflict-markers": ("EV001", "EV002"),
-    "echoes-frontmatter": ("EV01",),
+    "echoes-frontmatter": ("EV01", "EV07"),
     "echoes-forbid-local-files": ("EV020", "EV021"),
     "echoes-case-collisions": ("EV030",),
 }

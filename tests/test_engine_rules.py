@@ -89,7 +89,7 @@ def test_leading_blank_lines_and_extra_fields_are_accepted() -> None:
     assert meta.status == "active"
     assert meta.summary == "It's fine"
     assert meta.fields["owner"].raw == "team-a"
-    assert meta.fields["stack"].continuation == ("- python", "- sql")
+    assert "stack" in meta.fields and meta.notes == ()
 
 
 def test_double_quoted_values_follow_json() -> None:
@@ -105,28 +105,57 @@ def test_double_quoted_values_follow_json() -> None:
         ("\ufeff" + VALID, [("frontmatter-missing", 1, 1)]),
         ("---\ntype: note\n", [("frontmatter-unclosed", 1, 1)]),
         ("---\n\n---\n", [("frontmatter-empty", 1, 1)]),
-        (VALID.replace("type: note", "2type: note"),
-         [("frontmatter-missing-key", 1, 1), ("frontmatter-key-syntax", 2, 1)]),
+        (VALID.replace("type: note", "2type: note"), [("frontmatter-missing-key", 1, 1)]),
         (VALID.replace("status: active", "status: active\nstatus: done"),
          [("frontmatter-duplicate-key", 5, 1)]),
         (VALID.replace("stack: [python]\n", ""), [("frontmatter-missing-key", 1, 1)]),
         (VALID.replace("type: note", "type:"), [("frontmatter-empty-value", 2, 6)]),
         (VALID.replace("stack: [python]", "stack:"), [("frontmatter-empty-value", 3, 7)]),
-        (VALID.replace("type: note", "type: [a, b]"), [("frontmatter-empty-value", 2, 7)]),
-        (VALID.replace("summary: A page.", "summary: >-\n  folded"), [("frontmatter-empty-value", 5, 10)]),
         (VALID.replace("summary: A page.", 'summary: "open'), [("frontmatter-quoting", 5, 10)]),
-        (VALID.replace("summary: A page.", "summary: 'it's'"), [("frontmatter-quoting", 5, 10)]),
-        (VALID.replace("summary: A page.", "summary: A page\n  continued"), [("summary-invalid", 5, 10)]),
         (VALID.replace("summary: A page.", 'summary: "two\\nlines"'), [("summary-invalid", 5, 10)]),
         (VALID.replace("summary: A page.", "summary: ''"), [("frontmatter-empty-value", 5, 10)]),
-        (VALID.replace("stack: [python]", "stack: [python]\n- stray"),
-         [("frontmatter-key-syntax", 4, 1)]),
+        (VALID.replace("summary: A page.", "summary:\n  block"), [("frontmatter-empty-value", 5, 9)]),
+        (VALID.replace("summary: A page.", "summary:"), [("frontmatter-empty-value", 5, 9)]),
+        (VALID.replace("stack: [python]", "stack:\n# comment\nnext: 1"),
+         [("frontmatter-empty-value", 3, 7)]),
     ],
 )
 def test_each_frontmatter_rule_reports_kind_line_and_column(
     text: str, expected: list[tuple[str, int, int]]
 ) -> None:
     assert kinds(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (VALID.replace("type: note", "type: note\n2type: note"), [("frontmatter-ignored-line", 3, 1)]),
+        (VALID.replace("type: note", "type: note\ndue date: 2026-12-01"),
+         [("frontmatter-ignored-line", 3, 1)]),
+        (VALID.replace("---\ntype", "---\n  lost: 1\ntype"), [("frontmatter-ignored-line", 2, 3)]),
+        (VALID.replace("type: note", "type: note\n\u00a0x: 1"), [("frontmatter-ignored-line", 3, 1)]),
+        (VALID.replace("stack: [python]", "stack: [python]\n- stray"),
+         [("frontmatter-ignored-line", 4, 1)]),
+        (VALID.replace("type: note", "type: [a, b]"), [("frontmatter-non-scalar", 2, 7)]),
+        (VALID.replace("summary: A page.", "summary: >-\n  folded"),
+         [("frontmatter-non-scalar", 5, 10)]),
+        (VALID.replace("summary: A page.", "summary: 'it's'"), [("frontmatter-single-quote", 5, 10)]),
+        (VALID.replace("summary: A page.", "summary: 'open"), [("frontmatter-single-quote", 5, 10)]),
+        (VALID.replace("summary: A page.", "summary: A page\n  continued"),
+         [("frontmatter-scalar-continuation", 6, 3)]),
+        (VALID.replace("type: note", 'type: ""'), [("frontmatter-empty-scalar", 2, 7)]),
+        (VALID.replace("stack: [python]", "stack: [python"), [("stack-unclosed", 3, 8)]),
+        (VALID.replace("summary: A page.", "summary: - [[p]]: A page."),
+         [("summary-index-row", 5, 10)]),
+        (VALID, []),
+    ],
+)
+def test_what_engines_accept_but_tools_misread_is_a_located_note(
+    text: str, expected: list[tuple[str, int, int]]
+) -> None:
+    meta = meta_of(text)
+    assert meta.valid, meta.problems
+    assert [(n.kind, n.line, n.col) for n in meta.notes] == expected
 
 
 def test_problems_name_the_key() -> None:
@@ -169,10 +198,11 @@ def test_decode_text_locates_invalid_utf8() -> None:
     assert (problem.kind, problem.line, problem.col) == ("invalid-text", 2, 13)
 
 
-def test_decode_text_refuses_nul_bytes() -> None:
+def test_decode_text_reads_nul_bytes_and_nul_position_locates_them() -> None:
     text, problem = engine.decode_text(b"ok\nab\0c")
-    assert text is None and problem is not None
-    assert (problem.line, problem.col) == (2, 3)
+    assert text == "ok\nab\0c" and problem is None
+    assert engine.nul_position(text) == (2, 3)
+    assert engine.nul_position("ok") is None
 
 
 def test_crlf_page_hashes_like_its_lf_twin() -> None:

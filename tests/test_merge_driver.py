@@ -108,7 +108,7 @@ def test_deletion_on_one_side_wins_over_no_change_but_conflicts_with_a_change() 
 def test_a_summary_over_the_limit_is_never_auto_merged() -> None:
     ours = page("type: note", "stack: [python, go]", "status: active", "summary: Original.")
     theirs = page("type: note", "stack: [python]", "status: active", f"summary: {LONG_SUMMARY}")
-    assert engine.summary_problem_of(LONG_SUMMARY) is not None
+    assert engine.decode_summary(LONG_SUMMARY)[1] is not None
     result = merge_frontmatter(page(*BASE), ours, theirs, Markers())
     assert result.conflicts == ["summary"]
     assert result.lines[1] == "stack: [python, go]"

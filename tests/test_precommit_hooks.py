@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, git, init_repo, make_vault, write_page
 from helpers_check import PAGES, commit, page, write
+from test_rules_portability import PORTABILITY_CASES
 
 HOOK_IDS = ("echoes-lint", "echoes-conflict-markers", "echoes-frontmatter",
             "echoes-forbid-local-files", "echoes-case-collisions")
@@ -168,4 +169,21 @@ def test_a_page_name_too_long_to_update_is_refused_and_a_shorter_one_passes(
     git(hooked, "add", "-A")
     assert f"{PAGES}/{long_name}:1:1: EV035" in refused(hooked, pre_commit_home, "EV035")
     git(hooked, "mv", f"{PAGES}/{long_name}", f"{PAGES}/{'l' * 231}.md")
+    passes(hooked, pre_commit_home)
+
+
+def test_pages_engines_accept_but_tools_misread_are_refused_until_fixed(
+        hooked: Path, pre_commit_home: Path) -> None:
+    # One failing page per EV032-EV034 and EV070-EV078 rule, then their fixed twins.
+    for _code, name, text, _position, _fixed_name, _fixed in PORTABILITY_CASES:
+        write(hooked, f"{PAGES}/{name}", text)
+    git(hooked, "add", "-A")
+    output = refused(hooked, pre_commit_home, *(case[0] for case in PORTABILITY_CASES))
+    for code, name, _text, (line, col), _fixed_name, _fixed in PORTABILITY_CASES:
+        assert f"{PAGES}/{name}:{line}:{col}: {code}" in output, code
+    git(hooked, "rm", "-q", "--cached", "--", *(f"{PAGES}/{case[1]}" for case in PORTABILITY_CASES))
+    for _code, name, _text, _position, fixed_name, fixed in PORTABILITY_CASES:
+        (hooked / PAGES / name).unlink()
+        write(hooked, f"{PAGES}/{fixed_name}", fixed)
+    git(hooked, "add", "-A")
     passes(hooked, pre_commit_home)

@@ -140,7 +140,9 @@ def merge_frontmatter(base: Optional[Page], ours: Page, theirs: Page,
     if changed:  # Only a key the merge changed can turn invalid.
         validated = "\n".join(["---", *(line for key in order if key in taken
                                         for line in taken[key]), "---", ""])
-        for problem in engine.parse_frontmatter(validated).problems:
+        meta = engine.parse_frontmatter(validated)
+        # Notes too: a merge must not produce what other tools misread (a multi-line summary).
+        for problem in (*meta.problems, *meta.notes):
             if problem.key in changed:
                 conflicts.add(problem.key)
     lines: List[str] = []

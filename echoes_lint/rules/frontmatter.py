@@ -1,20 +1,20 @@
-"""EV010-EV019: the engine's frontmatter and text problems, one code per `Problem.kind`."""
+"""EV010-EV019: what makes engines refuse a page (the engine's `PageMeta.problems`), one code
+per `Problem.kind`. EV070-EV078: what engines accept but other tools may misread (the engine's
+`PageMeta.notes` and text facts)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from echoes_lint import engine
 from echoes_lint.findings import Finding
 from echoes_lint.rules.conflicts import Covered, conflict_spans
 from echoes_lint.rules.context import Context
-
-CODES = frozenset({f"EV01{digit}" for digit in range(10)})
 
 KIND_CODES = {
     "frontmatter-missing": "EV010",
     "frontmatter-unclosed": "EV011",
     "frontmatter-empty": "EV012",
-    "frontmatter-key-syntax": "EV013",
     "frontmatter-duplicate-key": "EV014",
     "frontmatter-missing-key": "EV015",
     "frontmatter-empty-value": "EV016",
@@ -23,7 +23,17 @@ KIND_CODES = {
     "invalid-text": "EV019",
     # A file the scan could not open (permissions, size) is as unusable as one that is not text.
     "unreadable": "EV019",
+    "frontmatter-ignored-line": "EV070",
+    "frontmatter-scalar-continuation": "EV071",
+    "frontmatter-non-scalar": "EV072",
+    "frontmatter-single-quote": "EV073",
+    "frontmatter-empty-scalar": "EV074",
+    "stack-unclosed": "EV075",
+    "summary-index-row": "EV076",
 }
+BINARY = "EV077"
+TRIMMED_MARKER = "EV078"
+CODES = frozenset({*KIND_CODES.values(), BINARY, TRIMMED_MARKER})
 
 # How to fix, where the engine's own message does not already say it.
 _HOW = {
@@ -32,6 +42,9 @@ _HOW = {
     "EV014": "keep one of the two keys",
     "EV015": "add the key to the frontmatter",
     "EV018": "shorten the summary to one line of at most 160 characters",
+    "EV071": "put the whole value on the key's line",
+    "EV072": "write the value as one plain or quoted string on the key's line",
+    "EV075": "close the bracket, e.g. `stack: [python]`",
 }
 
 
@@ -43,14 +56,31 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(KIND_CODES[problem.kind], document.path, problem.line, problem.col,
                               problem.message + hint)
             continue
-        if document.meta is None or not document.meta.problems:
+        nul = engine.nul_position(document.text or "")
+        if nul is not None:
+            yield ctx.finding(BINARY, document.path, *nul,
+                              "NUL byte: Git treats the file as binary (no diff, no merge); "
+                              "remove it, binary content belongs in assets/")
+        if document.meta is not None:
+            yield from _page(ctx, document, document.meta)
+
+
+def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Iterator[Finding]:
+    spans = Covered(conflict_spans(document.markers))
+    marker_lines = {line for line, _kind in document.markers}
+    for problem in (*meta.problems, *meta.notes):
+        if problem.kind == "conflict-marker":
+            # EV001/EV002 report marker lines; only trimming can make one they cannot see.
+            if problem.line not in marker_lines:
+                yield ctx.finding(TRIMMED_MARKER, document.path, problem.line, problem.col,
+                                  "this line is a Git conflict marker once the page is trimmed "
+                                  "(engines trim surrounding whitespace), so engines refuse the "
+                                  "page; delete the line")
             continue
-        spans = Covered(conflict_spans(document.markers))
-        for problem in document.meta.problems:
-            # A conflict's own lines explain those problems; EV001/EV002 report the conflict.
-            if problem.line in spans:
-                continue
-            code = KIND_CODES[problem.kind]
-            how = _HOW.get(code)
-            yield ctx.finding(code, document.path, problem.line, problem.col,
-                              f"{problem.message}; {how}" if how else problem.message)
+        # A conflict's own lines explain those problems; EV001/EV002 report the conflict.
+        if problem.line in spans:
+            continue
+        code = KIND_CODES[problem.kind]
+        how = _HOW.get(code)
+        yield ctx.finding(code, document.path, problem.line, problem.col,
+                          f"{problem.message}; {how}" if how else problem.message)

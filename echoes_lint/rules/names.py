@@ -1,6 +1,7 @@
-"""EV031 unsafe-page-name: entries of `pages/` that are not pages, page names the engine's name
-rules reject, and vault names Windows cannot check out (a warning).
-EV035 page-name-too-long: a page name the engine cannot replace atomically on common file systems."""
+"""EV031 unsafe-page-name: entries of `pages/` that are not pages, page names not in NFC, and
+vault names Windows cannot check out (a warning). EV032-EV034: pages that engines index but
+writers cannot address (the engine's `page_name_notes`). EV035 page-name-too-long: a page name
+the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from echoes_lint import engine
 from echoes_lint.findings import Finding, Severity
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
-CODES = frozenset({"EV031", "EV035"})
+NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-name": "EV034"}
+CODES = frozenset({"EV031", *NOTE_CODES.values(), "EV035"})
 
 PAGES_PREFIX = f"{engine.VAULT_DIR}/pages/"
 _WINDOWS_RESERVED = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])", re.IGNORECASE)
@@ -50,12 +52,6 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
     if relative in ctx.scan.git.ignored:
         return None  # Never committed (editor and OS droppings such as .DS_Store).
     name = relative[len(PAGES_PREFIX):]
-    if name.startswith(".") and name.endswith(".md"):
-        fix = _move(ctx, relative, PAGES_PREFIX + name.lstrip("."))
-        return ctx.finding(
-            "EV031", relative, 1, 1,
-            f"hidden file `{name}` in pages/ is not a page (page names must not start with `.`); "
-            f"run `{fix}`", fix)
     fix = _move(ctx, relative, f"{engine.VAULT_DIR}/assets/{name}")
     return ctx.finding(
         "EV031", relative, 1, 1,
@@ -65,11 +61,14 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
 
 def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     name = document.name
-    try:
-        normalized = engine.normalize_page_name(name)
-    except engine.VaultError as exc:
-        return ctx.finding("EV031", document.path, 1, 1,
-                           f"{exc} Engines cannot address this page; rename it")
+    for note in engine.page_name_notes(name):
+        code = NOTE_CODES[note.kind]
+        target = engine.page_stem(name).lstrip(".") + ".md" if code != "EV034" else ""
+        if target in ("", ".md", name):
+            return ctx.finding(code, document.path, 1, 1, f"{note.message}; rename it")
+        fix = _move(ctx, document.path, PAGES_PREFIX + target)
+        return ctx.finding(code, document.path, 1, 1, f"{note.message}; run `{fix}`", fix)
+    normalized = engine.normalize_page_name(name)
     if normalized != name:
         fix = _move(ctx, document.path, PAGES_PREFIX + normalized)
         return ctx.finding(
