@@ -16,7 +16,6 @@ findings are relative to the repository root.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from echoes_lint.config import (
     load_config,
     validate_codes,
 )
+from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context
 
@@ -73,32 +73,6 @@ class CheckResult:
             if document.text is not None and path in wanted:
                 sources[path] = [printable(line, keep="\t") for line in document.text.split("\n")]
         return sources
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def printable(text: str, keep: str = "") -> str:
-    """Text that cannot break a line, move the cursor or fail to encode: control characters
-    (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
-    not UTF-8 (surrogates from os.fsdecode) become `\\xff`. Used for every path and message a
-    gate prints, so that a hostile file name stays one visible piece of one line."""
-    if not _UNPRINTABLE.search(text):
-        return text
-
-    def escape(match: re.Match[str]) -> str:
-        char = match.group()
-        if char in keep:
-            return char
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that os.fsdecode could not decode
-            return f"\\x{code - 0xDC00:02x}"
-        if char in _ESCAPES:
-            return _ESCAPES[char]
-        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-    return _UNPRINTABLE.sub(escape, text)
 
 
 def _printable_finding(finding: Finding) -> Finding:

@@ -22,8 +22,9 @@ from typing import Any, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.check import Parser, UsageError, add_scope_options, guarded, write_text
-from echoes_lint.checker import CheckResult, printable, run_checks
+from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.config import FAIL_ON, load_config, split_codes
+from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.report import ReportInput, render, summary_line
 

@@ -195,6 +195,31 @@ class _ModuleNamespace:
 sys.modules.setdefault(__name__, _ModuleNamespace(globals()))  # type: ignore[arg-type]
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, keep: str = "") -> str:
+    """Text that cannot break a line, move the cursor or fail to encode: control characters
+    (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
+    not UTF-8 (surrogates from os.fsdecode) become `\\xff`. The gates and merge tools print every
+    path and message through it, so that a hostile file name stays one visible piece of one line."""
+    if not _UNPRINTABLE.search(text):
+        return text
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that os.fsdecode could not decode
+            return f"\\x{code - 0xDC00:02x}"
+        if char in _ESCAPES:
+            return _ESCAPES[char]
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _UNPRINTABLE.sub(escape, text)
+
 # ---------------------------------------------------------------------------------------------
 # Text and conflict markers (spec sections 7.2, 16)
 # ---------------------------------------------------------------------------------------------
@@ -377,7 +402,8 @@ def normalize_page_name(value: object, writing: bool = True) -> str:
         raise VaultError(f"Page filename must not contain control characters: {value!r}.")
     if _SURROGATE.search(name):
         # os.fsdecode's stand-ins for bytes that are not UTF-8: no engine can name this file.
-        raise VaultError(f"Page filename is not valid UTF-8: {value!r}.")
+        shown = name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise VaultError(f"Page filename is not valid UTF-8: `{shown}.md`.")
     return f"{name}.md"
 
 
@@ -398,7 +424,7 @@ def page_name_notes(filename: str) -> List[Problem]:
     try:
         normalize_page_name(filename)
     except VaultError as exc:
-        return [Problem("unsafe-page-name", str(exc))]
+        return [Problem("unsafe-page-name", str(exc).rstrip("."))]
     return []
 
 

@@ -1,5 +1,5 @@
 """Issue 10 item 10 (check, ci, hooks): file names that are not UTF-8 and a submodule (gitlink)
-under the vault give findings (EV045, EV031, EV046), never a traceback or an internal error."""
+under the vault give findings (EV045, EV034, EV046), never a traceback or an internal error."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_names_that_are_not_utf8_are_findings(tmp_path: Path) -> None:
         assert "EV045" in completed.stdout and "pic" in completed.stdout
     check = run_guarded("check", cwd=repo)
     assert "EchoesVault/assets/pic\\xfe.png:1:1: EV045" in check.stdout
-    assert "EchoesVault/pages/bad\\xff.md:1:1: EV031" in check.stdout
+    assert ("EchoesVault/pages/bad\\xff.md:1:1: EV034 Page filename is not valid UTF-8: "
+            "`bad\\xff.md`; rename it") in check.stdout
 
 
 def test_a_submodule_under_the_vault_is_a_finding(tmp_path: Path) -> None:

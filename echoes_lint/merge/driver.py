@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from echoes_lint import engine
+from echoes_lint.engine import printable
 
 Lines = Tuple[str, ...]
 T = TypeVar("T")
@@ -223,21 +224,6 @@ def conflict_style(cwd: Path) -> str:
 def _decode(data: bytes) -> Optional[str]:
     text, _problem = engine.decode_text(data)
     return text
-
-
-def printable(text: str) -> str:
-    """`text` with control characters and undecodable file-name bytes escaped (`\\x0a`): a
-    newline in %P must not split a conflict-marker line, nor a stray byte break stderr."""
-    out = []
-    for char in text:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def _side(data: bytes) -> bytes:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
-from echoes_lint.merge.driver import HEAD, Page, classify, printable, split_page
+from echoes_lint.engine import printable
+from echoes_lint.merge.driver import HEAD, Page, classify, split_page
 from echoes_lint.merge.hydrate import hydrate
 from echoes_lint.rules.conflicts import Covered
 from echoes_lint.rules.context import MAX_PER_FILE
