@@ -441,10 +441,16 @@ def is_page_file_name(name: str) -> bool:
     return _suffix(name).casefold() == ".md"
 
 
+def stored_stem(filename: str) -> str:
+    """A page file name without its `.md` suffix (any case), as stored: not normalised. The
+    reference lists invalid and deprecated pages by this stem, and indexes them by `page_stem`."""
+    suffix = _suffix(filename)
+    return filename[:-len(suffix)] if suffix.casefold() == ".md" else filename
+
+
 def page_stem(filename: str) -> str:
     """The NFC slug of a page file name: the name without its `.md` suffix (any case)."""
-    suffix = _suffix(filename)
-    return nfc(filename[:-len(suffix)] if suffix.casefold() == ".md" else filename)
+    return nfc(stored_stem(filename))
 
 
 def stem_identity(filename: str) -> str:
@@ -1777,11 +1783,12 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         if slug in seen and slug not in duplicates:
             duplicates.append(slug)
         seen.add(slug)
-    deprecated = sorted(page_stem(d.name) for d in scan.pages if d.meta and d.meta.valid
+    deprecated = sorted(stored_stem(d.name) for d in scan.pages if d.meta and d.meta.valid
                         and d.meta.deprecated)
     issues: Dict[str, List[str]] = {
         "missingStructure": missing_structure(scan, runtime),
-        "invalidFrontmatter": sorted({page_stem(d.name) for d in scan.pages if d.page_problems}),
+        "invalidFrontmatter": sorted({stored_stem(d.name) for d in scan.pages
+                                      if d.page_problems}),
         "duplicateIndexEntries": duplicates,
         "emptyDescriptions": [slug for slug, description in rows if not description],
         "orphanPages": sorted(page_slugs - set(slugs)) if scan.index_text is not None else [],

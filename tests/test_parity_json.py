@@ -14,11 +14,12 @@ import re
 import shlex
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import pytest
-from conftest import GIT_ENV, git, init_repo
+from conftest import GIT_ENV, git, init_repo, make_vault, write_page
 
 from echoes_lint import engine
 
@@ -725,3 +726,18 @@ def test_start_text_has_the_reference_sections(ours: Results) -> None:
     assert re.search(r"\n## Recent session entries \(1\)\n\n### \d{4}-\d\d-\d\d/"
                      r"\d{8}T\d{6}\d{6}Z-scratchpad-codex-[0-9a-f]{8}\.md\n\n### Scratchpad — ",
                      text), text
+
+
+def test_invalid_and_deprecated_pages_are_listed_by_their_stored_stem(tmp_path: Path) -> None:
+    """The reference lists these by the file's own stem, not NFC (its index rows use NFC)."""
+    repo = init_repo(tmp_path / "repo")
+    make_vault(repo)
+    decomposed = unicodedata.normalize("NFD", "café")
+    write_page(repo, f"{decomposed}.md", status="deprecated")
+    write_page(repo, f"{decomposed}-bis.md", summary="")
+    completed = subprocess.run([sys.executable, engine.__file__, "--workspace", str(repo),
+                                "status"], capture_output=True, text=True, check=True)
+    health = json.loads(completed.stdout)["health"]
+    assert health["deprecatedSlugs"] == [decomposed]
+    assert health["invalidFrontmatter"] == [f"{decomposed}-bis"]
+    assert health["orphanPages"] == []  # no index yet: nothing is orphaned
