@@ -199,11 +199,13 @@ are one file on macOS and Windows. Rename or merge one of them.
         ),
         _rule(
             "EV031", "unsafe-page-name", _E,
-            "A page name is hidden, nested, not `.md`, or breaks on Windows.",
+            "An entry of `pages/` is nested or not a page, or a name is not NFC or breaks on Windows.",
             """
-Knowledge pages are regular `.md` files directly inside `EchoesVault/pages/`, with no leading
-`.`. Names that Windows cannot check out (reserved names such as `CON`, a trailing dot or space,
-or one of `<>:"|?*`) are reported as warnings.
+Knowledge pages are `.md` files directly inside `EchoesVault/pages/`; other files belong in
+`assets/`. A page name not in Unicode NFC is looked up under its NFC form by engines. Names
+that Windows cannot check out (reserved names such as `CON`, a trailing dot or space, or one of
+`<>:"|?*`) are reported as warnings. Hidden pages, `.MD` suffixes and names writers refuse are
+EV032-EV034.
 """,
         ),
         _rule(
