@@ -119,6 +119,8 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                               or code.startswith(PROTOCOL_FATAL))
         enabled |= protected
     root, prefix = _locate_vault(repo_root, vault_dir or config.vault_dir)
+    if guard and in_git and vault_dir is None and config.vault_dir is not None:
+        _refuse_decoy(repo_root, prefix)
     git = in_git and bool(enabled & GIT_CODES)
 
     only: Optional[list[str]] = None  # repository-relative files and folders to report on
@@ -231,6 +233,22 @@ class NoVault(ConfigError):
         super().__init__(message)
         self.configured = configured
         """A vault folder was named (option or configuration), so its absence is an error."""
+
+
+def _refuse_decoy(repo_root: Path, prefix: str) -> None:
+    """In `ci` the repository's configuration, which a pull request can change, chose the
+    vault: with another vault committed beside it, that could be a clean decoy while the real
+    vault goes unchecked. Then only the workflow may choose (`vault-dir` input, `--vault-dir`)."""
+    chosen = f"{prefix}{VAULT}"
+    committed = _git(repo_root, ["ls-files", "-z", "--", f"{VAULT}/{engine.MARKER_FILE}",
+                                 f"*/{VAULT}/{engine.MARKER_FILE}"])
+    others = sorted({marker.rsplit("/", 1)[0] for marker in committed} - {chosen})
+    if others:
+        shown = ", ".join(printable(other) for other in others[:5])
+        raise ConfigError(f"the repository's configuration chooses the vault {printable(chosen)!r}"
+                          f", but it also commits {shown}: in ci only the workflow chooses "
+                          "between vaults; set the action's `vault-dir` input (or pass "
+                          "`--vault-dir`)")
 
 
 def _only_tracked_vault(repo_root: Path) -> Optional[str]:

@@ -117,3 +117,23 @@ def test_sarif_path_stays_in_the_workspace_and_never_follows_a_link(git_repo: Pa
     assert json.loads((checkout / "out/deep/echoes.sarif").read_text(encoding="utf-8"))[
         "version"] == "2.1.0"
     assert os.listdir(checkout / "out/deep") == ["echoes.sarif"]  # no temporary file left
+
+
+def test_a_configured_decoy_vault_does_not_hide_the_real_one(git_repo: Path,
+                                                            tmp_path: Path) -> None:
+    """A pull request that adds a clean vault and points `vault-dir` at it: ci refuses to
+    choose between the committed vaults; the workflow's own choice still works."""
+    conflicted_repo(git_repo)
+    healthy_vault(git_repo, "decoy")
+    (git_repo / ".echoes-lint.toml").write_text('vault-dir = "decoy/EchoesVault"\n',
+                                                encoding="utf-8")
+    commit_all(git_repo, "Point the gate at a clean vault")
+    checkout = fresh_clone(git_repo, tmp_path / "checkout")
+    assert run_cli("check", cwd=checkout).returncode == 0  # locally, the repository chooses
+    refused = run_cli("ci", cwd=checkout)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert ("chooses the vault 'decoy/EchoesVault', but it also commits EchoesVault: in ci only "
+            "the workflow chooses") in refused.stderr
+    assert "All checks passed" not in refused.stdout
+    chosen = run_cli("ci", "--vault-dir", "EchoesVault", cwd=checkout)
+    assert chosen.returncode == 1 and "EV001" in chosen.stdout
