@@ -54,8 +54,6 @@ class Rule:
     severity: Severity
     summary: str
     explanation: str
-    fix: Optional[str] = None
-    """What fixes a finding of this rule, where the finding carries no exact fix of its own."""
 
     @property
     def url(self) -> str:
@@ -63,16 +61,12 @@ class Rule:
 
     def document(self) -> str:
         """The rule's Markdown page: what `echoes-lint rule CODE` prints and docs/rules holds."""
-        parts = [f"# {self.code} {self.name} ({self.severity.value})", self.summary,
-                 self.explanation]
-        if self.fix:
-            parts.append(f"## Fix\n\n{self.fix}")
-        return "\n\n".join(parts) + "\n"
+        return (f"# {self.code} {self.name} ({self.severity.value})\n\n{self.summary}\n\n"
+                f"{self.explanation}\n")
 
 
-def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str,
-          fix: Optional[str] = None) -> Rule:
-    return Rule(code, name, severity, summary, explanation.strip(), fix)
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip())
 
 
 _E = Severity.ERROR

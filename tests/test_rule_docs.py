@@ -6,7 +6,6 @@ after a rule changes; without it, a page that differs from its rule fails the su
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
@@ -49,15 +48,6 @@ def test_json_carries_url_end_location_and_the_fix() -> None:
     for item in items:
         assert item["url"] == RULES[item["code"]].url
         assert item["end_location"] == item["location"]
-
-
-def test_json_fix_falls_back_to_the_rule_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    rule = dataclasses.replace(RULES["EV010"], fix="Start the page with `---`.")
-    monkeypatch.setitem(RULES, "EV010", rule)
-    finding = Finding("a.md", 1, 1, "EV010", "m", Severity.ERROR)
-    assert json.loads(render("json", make_input([finding])))[0]["fix"]["message"] == (
-        "Start the page with `---`.")
-    assert "  = help: Start the page with `---`.\n" in render("full", make_input([finding]))
 
 
 def test_json_statistics_count_per_rule() -> None:

@@ -35,8 +35,7 @@ def _block(finding: Finding, report: ReportInput) -> str:
     source = report.sources.get(finding.path)
     if source is not None:
         lines += _snippet(finding, source, report.color)
-    rule = RULES[finding.code]
-    lines.append(f"  = help: {finding.fix or rule.fix or rule.summary}")
+    lines.append(f"  = help: {finding.fix or RULES[finding.code].summary}")
     return "".join(line + "\n" for line in lines)
 
 

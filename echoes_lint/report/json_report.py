@@ -15,10 +15,9 @@ from echoes_lint.report._common import ReportInput
 
 def _fix(finding: Finding) -> Optional[dict[str, Any]]:
     """ruff's fix object. The fixes are commands or edits a person applies: `display-only`."""
-    message = finding.fix or RULES[finding.code].fix
-    if message is None:
+    if finding.fix is None:
         return None
-    return {"applicability": "display-only", "message": message, "edits": []}
+    return {"applicability": "display-only", "message": finding.fix, "edits": []}
 
 
 def _item(finding: Finding) -> dict[str, Any]:
