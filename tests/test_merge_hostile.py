@@ -46,7 +46,13 @@ def plant_traps(repo: Path, sentinel: Path) -> None:
 def test_resolve_the_driver_and_every_hook_script_never_run_repository_code(
         git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sentinel = tmp_path / "executed"
-    monkeypatch.setenv("ECHOES_LINT_PYTHON", sys.executable)
+    # The hooks' interpreter logs which hook started it, so a hook that never ran fails the test.
+    calls = tmp_path / "hook-calls"
+    wrapper = tmp_path / "logging-python"
+    wrapper.write_text(f"#!/bin/sh\ntr '\\0' ' ' < /proc/$PPID/cmdline >> '{calls}'\n"
+                       f"echo >> '{calls}'\nexec '{sys.executable}' \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("ECHOES_LINT_PYTHON", str(wrapper))
     vault_with_page(git_repo)
     install_driver(git_repo)
     assert run_cli("install-git-hooks", cwd=git_repo).returncode == 0
@@ -80,6 +86,9 @@ def test_resolve_the_driver_and_every_hook_script_never_run_repository_code(
         "additionalContext"]
     assert not sentinel.exists(), sentinel.read_text()
     assert not (git_repo / "EchoesVault" / "index.md").exists()  # hydrate was skipped
+    started = calls.read_text(encoding="utf-8")
+    for hook_name in ("pre-commit", "post-checkout", "post-merge", "post-rewrite"):
+        assert f"hooks/{hook_name}" in started, started
 
 
 def test_resolve_and_hooks_hydrate_with_the_packaged_engine(git_repo: Path,
