@@ -3366,7 +3366,12 @@ def read_intent_file(workspace: Path) -> Optional[bytes]:
 
 def check_intent(workspace: Path, data: bytes) -> Intent:
     """The change set of the intent file when it is safe to complete; else the refusal."""
-    tracked = run_git(workspace, ["ls-files", "-z", "--cached", "--", INTENT_PATH])
+    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", INTENT_PATH])
+    if tracked is None and any(os.path.lexists(folder / ".git")
+                               for folder in (workspace, *workspace.parents)):
+        # Git is there but cannot answer (not installed, "dubious ownership"): the intent may
+        # have come from a commit, and its recorded HEAD cannot be compared either.
+        raise intent_refusal(f"Git cannot say whether it is committed ({bounded(error)})")
     if tracked:
         raise intent_refusal(
             "it is tracked by Git, so it came from a commit, not from a command interrupted "

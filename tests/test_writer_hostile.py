@@ -430,3 +430,25 @@ def test_any_intent_file_is_completed_safely_or_refused(fuzzed_vault: Path, inte
     ok_code = engine.run(["--workspace", str(fuzzed_vault), *engine.DISCARD_COMMAND.split()[4:]],
                          io.BytesIO(), io.BytesIO(), io.BytesIO())
     assert ok_code == 0 and not (fuzzed_vault / INTENT).exists()
+
+
+def test_a_committed_intent_is_not_applied_when_git_cannot_run(tmp_path: Path) -> None:
+    """Without Git the tracked and HEAD checks cannot answer: the intent is refused, not applied."""
+    source = init_repo(tmp_path / "source")
+    init_vault(source)
+    (source / INTENT).write_text(json.dumps({
+        "version": engine.INTENT_VERSION, "engineVersion": engine.ENGINE_VERSION,
+        "operation": "upsert", "head": None, "request": None, "directories": [],
+        "writes": [{"path": f"{PAGES}/evil.md", "content": page(), "before": None}]}))
+    git(source, "add", "-A")
+    git(source, "add", "-f", str(INTENT))
+    git(source, "commit", "-q", "-m", "vault")
+    victim = tmp_path / "victim"
+    git(tmp_path, "clone", "-q", str(source), str(victim))
+    result = subprocess.run([sys.executable, "-I", str(victim / engine.RUNTIME_PATH),
+                             "--workspace", str(victim), "rebuild-index"],
+                            env={**os.environ, "PATH": str(tmp_path / "no-git")},
+                            capture_output=True, text=True, check=False)
+    message = refused(result)
+    assert "Git cannot say whether it is committed" in message and "was not applied" in message
+    assert not (victim / PAGES / "evil.md").exists()
