@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, NoReturn, Optional
 from echoes_lint import __version__
 from echoes_lint.checker import CheckResult, exit_code, run_checks
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
+from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Rule
 
 FORMATS = ("concise", "full", "json", "github", "sarif")
@@ -94,8 +95,11 @@ def render_result(result: CheckResult, output_format: str, *, color: bool = Fals
     ))
 
 
-def error(message: str) -> int:
-    sys.stderr.write(f"echoes-lint: error: {message}\n")
+def error(message: str, quote: Optional[Callable[[str], str]] = None) -> int:
+    """One `echoes-lint: error:` line on stderr, exit 2. The message may quote the repository
+    (a configuration key, a path): it is made printable, and `quote` can fence it further."""
+    line = f"echoes-lint: error: {printable(message)}\n"
+    sys.stderr.write(quote(line) if quote else line)
     return 2
 
 
@@ -115,18 +119,19 @@ def fast_process() -> None:
     gc.disable()
 
 
-def guarded(command: Callable[[], int]) -> int:
+def guarded(command: Callable[[], int], quote: Optional[Callable[[str], str]] = None) -> int:
     """Run a command, turning every failure into one `echoes-lint: error:` line and exit 2."""
     try:
         return command()
     except (UsageError, ConfigError) as exc:
-        return error(str(exc))
+        return error(str(exc), quote)
     except OSError as exc:
-        return error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc))
+        return error(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc),
+                     quote)
     except KeyboardInterrupt:
-        return error("interrupted")
+        return error("interrupted", quote)
     except Exception as exc:  # one line on stderr, never a traceback
-        return error(f"internal error ({type(exc).__name__}): {exc}")
+        return error(f"internal error ({type(exc).__name__}): {exc}", quote)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -323,7 +323,10 @@ def _append(path: str, text: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    return guarded(lambda: _run(parse_args(argv)))
+    # An error may quote the pull request (a configuration key): under Actions it is fenced
+    # like the rest of the log, so the legacy `##[command]` form cannot run either.
+    actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    return guarded(lambda: _run(parse_args(argv)), without_commands if actions else None)
 
 
 def _run(options: argparse.Namespace) -> int:

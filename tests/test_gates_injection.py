@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import write_page
+from conftest import run_cli, write_page
 from helpers_action import ActionRunner, commit_all, fresh_clone, healthy_vault
 from test_action import runner  # noqa: F401  (the session's installed action)
 
@@ -100,3 +100,21 @@ def test_hostile_names_and_text_cannot_inject_workflow_commands(
     assert run.outputs["integrity"] == "attention"
     assert int(run.outputs["error-count"]) >= len(HOSTILE_NAMES)
 
+
+
+def test_an_error_quoting_the_repository_cannot_inject_a_command(git_repo: Path,
+                                                                 tmp_path: Path) -> None:
+    """A configuration key is quoted by the error that refuses it: it stays on one line and,
+    under Actions, inside a stop-commands block."""
+    healthy_vault(git_repo)
+    (git_repo / ".echoes-lint.toml").write_text('"x\\n::error::forged ##[error]x" = 1\n',
+                                                encoding="utf-8")
+    commit_all(git_repo, "A hostile key")
+    checkout = fresh_clone(git_repo, tmp_path / "checkout")
+    completed = run_cli("ci", cwd=checkout, env={"GITHUB_ACTIONS": "true"})
+    assert completed.returncode == 2
+    lines = completed.stderr.splitlines()
+    assert lines[0].startswith("::stop-commands::echoes-lint-") and len(lines) == 3
+    token = lines[0].split("::")[2]
+    assert lines[1].startswith("echoes-lint: error: ") and "x\\n::error::forged" in lines[1]
+    assert lines[2] == f"::{token}::"

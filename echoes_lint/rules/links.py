@@ -101,13 +101,16 @@ def links(text: str, first_line: int) -> Iterator[Link]:
         return
     # No code anywhere: search the text directly instead of line by line, counting lines from
     # the previous link on (counting from the top each time is quadratic).
-    number, counted = 1, 0
+    number, counted, line_start = 1, 0, 0
     for match in _LINK.finditer(text):
         start = match.start()
-        number += text.count("\n", counted, start)
+        newlines = text.count("\n", counted, start)
+        if newlines:
+            number += newlines
+            line_start = text.rfind("\n", counted, start) + 1
         counted = start
         if number >= first_line:
-            yield _link(number, text, match, text.rfind("\n", 0, start) + 1)
+            yield _link(number, text, match, line_start)
 
 
 class _Targets:
