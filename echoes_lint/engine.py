@@ -1352,7 +1352,8 @@ def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES, follow
         # megabytes per file, which dominates a scan of thousands of small pages.
         parts = [os.read(descriptor, info.st_size + 1)]
         total = len(parts[0])
-        while len(parts[-1]) and total > info.st_size and total <= limit:  # it grew meanwhile
+        # Read on to the end when the file grew meanwhile or a read came back short.
+        while len(parts[-1]) and total != info.st_size and total <= limit:
             parts.append(os.read(descriptor, 1 << 16))
             total += len(parts[-1])
         if total > limit:
@@ -1419,9 +1420,6 @@ def note_special(scan: Scan, relative: str) -> None:
         return
     if special:
         scan.special.append(relative)
-
-
-_NOT_REGULAR = Problem("unreadable", "cannot read file: not a regular file")
 
 
 class _PausedGC:
@@ -1608,22 +1606,25 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
             if kind == "stray":
                 scan.page_dir_strays.append(relative)
             if not regular:
-                # A FIFO, socket or device: opening it could block or act on the device.
+                # A FIFO, socket or device: opening it could block or act on the device. As for
+                # the reference (`is_file()`), it is no page or entry; Markdown there is unread.
                 scan.special.append(relative)
                 if kind in ("page", "daily", "markdown"):
-                    file_document(scan, Document(relative, None, _NOT_REGULAR, []), kind)
+                    scan.unreadable.append(relative)
                 continue
             info: Optional[os.stat_result] = None
             if kind == "nested" and entry.name[-3:].casefold() == ".md":
                 kind = "markdown"  # not a page, but its conflict markers count (spec 16)
-            if kind in ("page", "daily", "markdown"):
+            document_kind = kind in ("page", "daily", "markdown")
+            if document_kind:
                 document, info = _load_document(entry.path, relative, kind == "page")
                 file_document(scan, document, kind)
-            else:
+            if info is None:  # also a document too large or unreadable: it still exists
                 try:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
-                    scan.unreadable.append(relative)
+                    if not document_kind:  # a document's own problem says it already
+                        scan.unreadable.append(relative)
             if info is not None and stat.S_ISREG(info.st_mode):
                 scan.files[relative] = (info.st_size, info.st_mtime)
     finish_scan(scan)
