@@ -144,6 +144,30 @@ def card(report: Mapping[str, Any]) -> str:
     return printable(engine.status_card({**report, "health": quiet}), keep="\n")
 
 
+def local_notes(scan: engine.Scan, report: Mapping[str, Any], prefix: str) -> list[str]:
+    """What only this working copy has: local-only files that are stale, invalid or pending,
+    each with the command that fixes it. They never change the verdict, since a CI checkout
+    has none of them (`engine.clone_view`); a missing one is no note, as in a fresh clone."""
+    tracked = set(scan.git.tracked)
+    found = []
+    index = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
+    rendered = report["indexRefresh"]["sha256"]
+    if (index not in tracked and index in scan.files and rendered is not None
+            and (scan.index_text is None or engine.sha256_text(scan.index_text) != rendered)):
+        found.append((index, "is out of date", "echoes-lint hydrate", "rebuilds it"))
+    state = engine.state_health(scan.state_raw, scan.state_error, scan.state_exists)
+    if engine.STATE_PATH not in tracked and state["exists"] and not state["valid"]:
+        found.append((engine.STATE_PATH, f"is invalid ({state['error']})", "echoes-lint hydrate",
+                      "rewrites it"))
+    if engine.INTENT_PATH not in tracked and scan.interrupted_write:
+        found.append((engine.INTENT_PATH, "records an interrupted write",
+                      "echoes-lint rebuild-index", "completes it"))
+    # The engine works on a vault at the repository root only: below it, no command fixes it.
+    return [printable(f"{prefix}{path} {what}; `{command}` {fixes}" if not prefix
+                      else f"{prefix}{path} {what}")
+            for path, what, command, fixes in found]
+
+
 def effective_fail_on(option: Optional[str], configured: str) -> str:
     """The workflow's `fail-on` wins; without one, the repository's configuration (which a pull
     request can change) may make the gate stricter, never weaker."""
@@ -176,10 +200,13 @@ def failure(fail_on: str, integrity: str, errors: int, warnings: int) -> Optiona
 
 
 def log_text(report: Mapping[str, Any], result: CheckResult, commands: Sequence[str],
-             issues: Sequence[str], final: str) -> str:
+             issues: Sequence[str], final: str, notes: Sequence[str] = ()) -> str:
     """The human report: status card, status issues, every finding with its source line.
     Paths, messages and quoted lines are already `printable`: one line each, no escapes."""
     parts = [card(report)]
+    if notes:
+        parts.append("Local-only files (a CI checkout has none, so they do not change the "
+                     "verdict):\n" + "".join(f"  note: {note}\n" for note in notes))
     if issues:
         parts.append("Status issues:\n" + "".join(f"  {issue}\n" for issue in issues))
     parts.append(render("full", ReportInput(result.findings, __version__, result.sources())))
@@ -336,7 +363,9 @@ def _run(options: argparse.Namespace) -> int:
                         select=split_codes(options.select), ignore=split_codes(options.ignore),
                         guard=True)
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
-    report = engine.inspect_report(result.scan)
+    # Judged as a fresh clone of the commit: the verdict is the one CI gives.
+    report = engine.inspect_report(engine.clone_view(result.scan))
+    notes = local_notes(result.scan, report, result.prefix)
     health = report["health"]
     errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)
     warnings = len(result.findings) - errors
@@ -360,7 +389,7 @@ def _run(options: argparse.Namespace) -> int:
 
     actions = os.environ.get("GITHUB_ACTIONS") == "true"
     annotate = actions if options.annotations is None else options.annotations
-    log = log_text(report, result, commands, issues, final)
+    log = log_text(report, result, commands, issues, final, notes)
     write_text((without_commands(log) if actions else log)
                + (annotation_commands(result.findings) if annotate else ""), None)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")

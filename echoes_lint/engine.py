@@ -1891,6 +1891,31 @@ def inspect_report(scan: Scan) -> Dict[str, Any]:
     }
 
 
+def clone_view(scan: Scan) -> Scan:
+    """The scan as a fresh clone of the same commit sees it: without the local-only files
+    (spec section 14) that Git does not track, which no clone has. A gate that judges this view
+    gives a working copy with a stale or missing index, state or intent file the verdict CI
+    gives; a tracked local file stays (CI has it too, and EV020/EV021 report it)."""
+    tracked = set(scan.git.tracked) if scan.git.available else set()
+    local = {path for path in LOCAL_ONLY_PATHS if path not in tracked}
+
+    def kept(paths: Sequence[str]) -> List[str]:
+        return [path for path in paths if path not in local]
+
+    view = dataclasses.replace(
+        scan, other_markdown=[d for d in scan.other_markdown if d.path not in local],
+        files={path: value for path, value in scan.files.items() if path not in local},
+        symlinks=kept(scan.symlinks), unreadable=kept(scan.unreadable),
+        special=kept(scan.special))
+    if f"{VAULT_DIR}/{INDEX_FILE}" in local:
+        view.index_text = None
+    if STATE_PATH in local:
+        view.state_raw, view.state_exists, view.state_error = None, False, None
+    if INTENT_PATH in local:
+        view.interrupted_write = False
+    return view
+
+
 def format_bytes(value: int) -> str:
     amount = float(max(0, value))
     for unit in ("B", "KB", "MB", "GB"):
