@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Callable, NoReturn, Optional
 
-from echoes_lint import __version__
+from echoes_lint import __version__, engine
 from echoes_lint.checker import CheckResult, exit_code, run_checks
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
 from echoes_lint.engine import printable
@@ -89,10 +89,49 @@ def render_result(result: CheckResult, output_format: str, *, color: bool = Fals
     # The reporters are imported only when a report is written.
     from echoes_lint.report import ReportInput, render
 
-    return render(output_format, ReportInput(
+    text = render(output_format, ReportInput(
         result.findings, __version__, result.sources(), color=color, statistics=statistics,
         workspace_uri=result.repo_root.as_uri(),
     ))
+    if output_format in HUMAN_FORMATS:
+        text += fix_hint(grouped_fix_commands(result))
+    return text
+
+
+HUMAN_FORMATS = ("concise", "full")
+
+
+def grouped_fix_commands(result: CheckResult) -> list[str]:
+    """The Git commands that fix every reported EV020-EV022 finding at once: `git rm --cached`,
+    `git add -f`, `git add`, each path shell-quoted, grouped and split every 100 paths exactly as
+    the engine's `suggestedCommands` are, relative to the repository root. A finding that the
+    selection, a path or `per-file-ignores` left out is not in them; neither is a tracked file
+    that an ignore rule matches (adding it again fixes nothing)."""
+    reported = {(finding.code, finding.path) for finding in result.findings}
+
+    def shown(path: str, *codes: str) -> bool:
+        return any((code, printable(result.prefix + path)) in reported for code in codes)
+
+    facts = result.scan.git
+    readiness = engine.git_readiness(facts, result.scan.durable)
+    tracked, ignored = set(facts.tracked), set(facts.ignored)
+    groups = (
+        [path for path in readiness["trackedLocalFiles"] if shown(path, "EV020", "EV021")],
+        [path for path in readiness["untrackedDurableFiles"]
+         if path not in ignored and shown(path, "EV022")],
+        [path for path in readiness["ignoredDurableFiles"]
+         if path not in tracked and shown(path, "EV022")],
+    )
+    return [printable(command) for command in engine.git_fix_commands(
+        *([result.prefix + path for path in group] for group in groups))]
+
+
+def fix_hint(commands: list[str]) -> str:
+    """The grouped commands after a human report, once, instead of one command per finding."""
+    if not commands:
+        return ""
+    return ("\nTo fix Git readiness, run from the repository root:\n"
+            + "".join(f"  {command}\n" for command in commands))
 
 
 def error(message: str, quote: Optional[Callable[[str], str]] = None) -> int:
