@@ -6,6 +6,7 @@ select = ["EV"]               # codes or code prefixes; default: every rule
 ignore = ["EV050"]
 vault-dir = "docs/EchoesVault" # relative to the repository root
 fail-on = "error"             # "error" (default), "warning" or "never"
+fail-on-untracked-at-push = true  # the pre-push hooks fail on EV022 (default true)
 
 [tool.echoes-lint.per-file-ignores]
 "EchoesVault/pages/legacy-*.md" = ["EV050"]
@@ -32,7 +33,8 @@ from echoes_lint.findings import RULES
 DEDICATED_FILE = ".echoes-lint.toml"
 PYPROJECT_FILE = "pyproject.toml"
 FAIL_ON = ("error", "warning", "never")
-_KEYS = ("select", "ignore", "per-file-ignores", "vault-dir", "fail-on")
+_KEYS = ("select", "ignore", "per-file-ignores", "vault-dir", "fail-on",
+         "fail-on-untracked-at-push")
 
 
 class ConfigError(Exception):
@@ -51,6 +53,8 @@ class Config:
     fail_on: str = "error"
     source: Optional[Path] = None
     """The file the configuration came from, for messages."""
+    fail_on_untracked_at_push: bool = True
+    """Whether the pre-push hooks fail on EV022: a push without those files loses them."""
 
 
 def validate_codes(codes: Iterable[str], origin: str) -> tuple[str, ...]:
@@ -152,7 +156,11 @@ def _parse(table: object, origin: str, source: Path) -> Config:
     fail_on = table.get("fail-on", "error")
     if fail_on not in FAIL_ON:
         raise ConfigError(f"`fail-on` in {origin} must be one of: {', '.join(FAIL_ON)}")
-    return Config(select, ignore, per_file_ignores, vault_dir, fail_on, source)
+    at_push = table.get("fail-on-untracked-at-push", True)
+    if not isinstance(at_push, bool):
+        raise ConfigError(f"`fail-on-untracked-at-push` in {origin} must be true or false")
+    return Config(select, ignore, per_file_ignores, vault_dir, fail_on, source,
+                  fail_on_untracked_at_push=at_push)
 
 
 def load_config(workspace: Path, explicit: Optional[Path] = None) -> Config:

@@ -3,17 +3,23 @@
 Each hook checks the files pre-commit passes (none at all is fine: `always_run` hooks still check
 the repository-wide facts from the Git index), prints findings as `path:line:col: CODE message`
 with the exact fix command, and never changes the repository.
+
+Before a push, untracked or ignored durable files (EV022, a warning) fail: a push without them
+loses them for the team, and only their author can still add them. The `echoes-untracked-files`
+hook exists for that stage; the all-rules `echoes-lint` hook does the same when pre-commit runs
+it for a push, where it checks the whole vault as CI will.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Optional
 
 from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
-from echoes_lint.checker import NoVault, exit_code, run_checks
+from echoes_lint.checker import CheckResult, NoVault, exit_code, run_checks
 from echoes_lint.config import load_config
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
@@ -23,7 +29,15 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "echoes-frontmatter": ("EV01", "EV07"),
     "echoes-forbid-local-files": ("EV020", "EV021"),
     "echoes-case-collisions": ("EV030",),
+    "echoes-untracked-files": ("EV022",),
 }
+PUSH_HOOK = "echoes-untracked-files"
+UNTRACKED = "EV022"
+
+
+def pushing() -> bool:
+    """pre-commit names the remote in the hook environment of a pre-push run only."""
+    return bool(os.environ.get("PRE_COMMIT_REMOTE_NAME"))
 
 
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
@@ -33,6 +47,9 @@ def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--vault-dir", default=None,
                         help="the EchoesVault folder, relative to the repository root")
     parser.add_argument("--config", default=None, help="a TOML configuration file")
+    parser.add_argument("--fail-on-untracked-at-push", choices=("true", "false"), default=None,
+                        help="fail a push on untracked or ignored durable files (EV022); "
+                             "default: the configured `fail-on-untracked-at-push`, else true")
     return guarded(lambda: _hook(hook_id, parser.parse_args(
         list(sys.argv[1:] if argv is None else argv))))
 
@@ -40,16 +57,35 @@ def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
 def _hook(hook_id: str, args: argparse.Namespace) -> int:
     workspace = Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
+    # Untracked files are never among the files pre-commit passes: find them in the whole
+    # vault. A push is rare enough to check everything CI will.
+    whole = hook_id == PUSH_HOOK or (hook_id == "echoes-lint" and pushing())
     try:
-        result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
-                            config=config, select=HOOKS[hook_id])
+        result = run_checks(workspace, vault_dir=args.vault_dir,
+                            paths=None if whole else args.filenames, config=config,
+                            select=HOOKS[hook_id])
     except NoVault as exc:
         if exc.configured:  # by --vault-dir or `vault-dir`: the vault is expected, and missing
             raise
         return 0  # a repository without a vault (yet) has nothing for these hooks to check
+    code = exit_code(result.findings, result.config.fail_on)
+    blocked = whole and code == 0 and _untracked_fail(result, args.fail_on_untracked_at_push)
     if result.findings:
         write_text(render_result(result, "concise"), None)
-    return exit_code(result.findings, result.config.fail_on)
+    if blocked:
+        write_text(f"{hook_id}: these files are not committed, so the push would leave them "
+                   "behind for the team: commit them (the command above), or set "
+                   "`fail-on-untracked-at-push = false` to push without them.\n", None)
+        return 1
+    return code
+
+
+def _untracked_fail(result: CheckResult, option: Optional[str]) -> bool:
+    """Whether the EV022 findings (only those the configuration lets through) fail this run: by
+    the hook argument, else the configuration; never under `fail-on = "never"`."""
+    wanted = result.config.fail_on_untracked_at_push if option is None else option == "true"
+    return (wanted and result.config.fail_on != "never"
+            and any(finding.code == UNTRACKED for finding in result.findings))
 
 
 def lint_main(argv: Optional[list[str]] = None) -> int:
@@ -70,3 +106,7 @@ def forbid_local_files_main(argv: Optional[list[str]] = None) -> int:
 
 def case_collisions_main(argv: Optional[list[str]] = None) -> int:
     return run_hook("echoes-case-collisions", argv)
+
+
+def untracked_files_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook("echoes-untracked-files", argv)

@@ -19,8 +19,11 @@ SCRIPTS = {
     "echoes-frontmatter": "echoes-frontmatter",
     "echoes-forbid-local-files": "echoes-forbid-local-files",
     "echoes-case-collisions": "echoes-case-collisions",
+    "echoes-untracked-files": "echoes-untracked-files",
 }
 STAGES = ["pre-commit", "pre-merge-commit", "pre-push", "manual"]
+# Untracked files fail a push, not a commit (tests/test_cilocal_push.py).
+PUSH_STAGES = ["pre-push", "manual"]
 
 
 def manifest() -> list[dict[str, object]]:
@@ -29,7 +32,7 @@ def manifest() -> list[dict[str, object]]:
     return hooks
 
 
-def test_manifest_declares_the_five_hooks_as_python_console_scripts() -> None:
+def test_manifest_declares_the_hooks_as_python_console_scripts() -> None:
     hooks = manifest()
     assert [hook["id"] for hook in hooks] == list(SCRIPTS) == list(HOOKS)
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -37,7 +40,8 @@ def test_manifest_declares_the_five_hooks_as_python_console_scripts() -> None:
         assert hook["language"] == "python"
         assert hook["entry"] == SCRIPTS[str(hook["id"])]
         assert f'\n{hook["entry"]} = "echoes_lint.precommit:' in pyproject
-        assert hook["stages"] == STAGES
+        assert hook["stages"] == (PUSH_STAGES if hook["id"] == "echoes-untracked-files"
+                                  else STAGES)
         assert hook["minimum_pre_commit_version"] == "3.2.0"
 
 
