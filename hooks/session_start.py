@@ -29,6 +29,8 @@ from typing import Any, Dict, Optional
 
 VAULT_DIR = "EchoesVault"
 RUNTIME = Path(".echoes-vault") / "echoes_vault.py"
+# echoes-lint is not on PyPI yet: its release tag installs from Git (same version as the package).
+INSTALL_REQUIREMENT = "echoes-lint @ git+https://github.com/echoes-lint/echoes-lint@v0.2.0"
 TIMEOUT = 10
 PREAMBLE = (
     "EchoesVault project memory is available in this repository. The card below is a read-only "
@@ -85,7 +87,8 @@ def status_card(workspace: Path) -> str:
         "### EchoesVault · status unavailable\n\n"
         "echoes-lint is not installed for this Python, so the vault status could not be read "
         "(this hook never runs the project's own `.echoes-vault/echoes_vault.py`). Install it "
-        "with `python3 -m pip install echoes-lint`, or run "
+        f"with `python3 -m pip install \"{INSTALL_REQUIREMENT}\"` (echoes-lint is not on PyPI "
+        "yet), or run "
         f"`python3 {RUNTIME.as_posix()} --workspace . status --format card` yourself."
     )
 
