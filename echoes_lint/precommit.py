@@ -68,8 +68,7 @@ def _hook(hook_id: str, args: argparse.Namespace) -> int:
         if exc.configured:  # by --vault-dir or `vault-dir`: the vault is expected, and missing
             raise
         return 0  # a repository without a vault (yet) has nothing for these hooks to check
-    code = exit_code(result.findings, result.config.fail_on)
-    blocked = whole and code == 0 and _untracked_fail(result, args.fail_on_untracked_at_push)
+    blocked = whole and _untracked_fail(result, args.fail_on_untracked_at_push)
     if result.findings:
         write_text(render_result(result, "concise"), None)
     if blocked:
@@ -77,7 +76,7 @@ def _hook(hook_id: str, args: argparse.Namespace) -> int:
                    "behind for the team: commit them (the command above), or set "
                    "`fail-on-untracked-at-push = false` to push without them.\n", None)
         return 1
-    return code
+    return exit_code(result.findings, result.config.fail_on)
 
 
 def _untracked_fail(result: CheckResult, option: Optional[str]) -> bool:
