@@ -180,7 +180,11 @@ Fix: `git rm --cached -- <path>`.
 Durable knowledge only reaches the team when it is committed. The protocol files every clone
 needs (the marker, the portable runtime, the agent adapters) are reported the same way.
 
-Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it.
+A warning while you commit, it fails a push: the `echoes-lint` and `echoes-untracked-files`
+pre-commit hooks fail at the `pre-push` stage unless `fail-on-untracked-at-push = false`.
+
+Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it; `check` ends
+with one grouped command for every such file.
 """,
         ),
         _rule(
