@@ -4,7 +4,6 @@ refused until the files are committed, or allowed with `fail-on-untracked-at-pus
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import git, init_repo, run_cli, write_page
 from helpers_check import commit, write
+from test_precommit_entry import run_hook
 from test_precommit_hooks import hook_source, pre_commit_env, pre_commit_home  # noqa: F401
 
-SCRIPTS = Path(sys.executable).parent
 PAGE = "EchoesVault/pages/new.md"
 
 
@@ -85,25 +84,20 @@ def test_the_option_off_lets_the_push_through(pushing_repo: Path,
     assert remote_head(pushing_repo) == git(pushing_repo, "rev-parse", "HEAD").strip()
 
 
-def run_hook(repo: Path, script: str, *args: str,
-             remote: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {"PRE_COMMIT_REMOTE_NAME": "origin"} if remote else {}
-    return subprocess.run([str(SCRIPTS / script), *args], cwd=repo, capture_output=True,
-                          text=True, check=False, env={**os.environ, **env})
-
-
-def test_only_a_push_fails_on_untracked_files_and_the_hook_argument_wins(tmp_path: Path) -> None:
+def test_only_a_push_fails_on_untracked_files_and_the_hook_argument_wins(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = init_repo(tmp_path / "repo")
     assert run_cli("init", cwd=repo).returncode == 0
     commit(repo, "A vault")
     write_page(repo, "new.md")
     # At commit the all-rules hook checks the files it is given and keeps EV022 a warning ...
-    assert run_hook(repo, "echoes-lint-hook", PAGE).returncode == 0
-    # ... at push it checks the whole vault and fails; the push hook fails at any stage.
-    assert run_hook(repo, "echoes-lint-hook", PAGE, remote=True).returncode == 1
-    assert run_hook(repo, "echoes-untracked-files").returncode == 1
-    for script in ("echoes-untracked-files", "echoes-lint-hook"):
-        off = run_hook(repo, script, "--fail-on-untracked-at-push=false", remote=True)
+    assert run_hook(repo, "echoes-lint", PAGE).returncode == 0
+    assert run_hook(repo, "echoes-untracked-files").returncode == 1  # it fails at any stage
+    # ... at push (pre-commit names the remote) it checks the whole vault and fails.
+    monkeypatch.setenv("PRE_COMMIT_REMOTE_NAME", "origin")
+    assert run_hook(repo, "echoes-lint", PAGE).returncode == 1
+    for hook_id in ("echoes-untracked-files", "echoes-lint"):
+        off = run_hook(repo, hook_id, "--fail-on-untracked-at-push=false")
         assert off.returncode == 0, off.stdout
         assert f"{PAGE}:1:1: EV022 " in off.stdout  # still reported
     write(repo, ".echoes-lint.toml", "fail-on-untracked-at-push = false\n")
