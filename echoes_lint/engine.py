@@ -813,25 +813,25 @@ def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
     """The missing-key problem of a required `key` that a line miswrites (keys are
     case-sensitive; engines skip a line that is not `key: value`), at that line and quoting it,
     with the line to write; the note on that line is dropped: one cause, one finding."""
+    def quoted(number: int) -> str:
+        line = next(line for index, line in enumerate(lines) if positions[index][0] == number)
+        return f"`{bounded(line.strip(), 80)}`"
+
+    def problem(why: str, value: str, line: int, col: int) -> Problem:
+        return Problem("frontmatter-missing-key", f"required key `{key}` is missing: {why}; did "
+                       f"you mean `{key}: {bounded(value, 80)}`?", line, col, key,
+                       f"{key}: {value}")
+
     for note in notes:
         if note.kind == "frontmatter-ignored-line" and note.fix and (note.key or "").casefold() == key:
             notes.remove(note)
-            value = note.fix.split(":", 1)[1].strip()
-            shown = next(line for index, line in enumerate(lines)
-                         if positions[index][0] == note.line)
-            what = "indented line" if shown[:1].isspace() else "line"
-            return Problem("frontmatter-missing-key",
-                           f"required key `{key}` is missing: engines skip the {what} "
-                           f"`{bounded(shown.strip(), 80)}`; did you mean `{key}: "
-                           f"{bounded(value, 80)}`?", note.line, note.col, key,
-                           f"{key}: {value}")
+            what = "indented line" if note.col > 1 else "line"
+            return problem(f"engines skip the {what} {quoted(note.line)}",
+                           note.fix.split(":", 1)[1].strip(), note.line, note.col)
     for field in fields.values():
         if field.key.casefold() == key and field.raw:
-            return Problem("frontmatter-missing-key",
-                           f"required key `{key}` is missing: `{field.key}` is another key "
-                           f"(keys are case-sensitive); did you mean `{key}: "
-                           f"{bounded(field.raw, 80)}`?", field.line, 1, key,
-                           f"{key}: {field.raw}")
+            return problem(f"the line {quoted(field.line)} names the key `{field.key}`, and keys "
+                           "are case-sensitive", field.raw, field.line, 1)
     return None
 
 
@@ -4222,9 +4222,10 @@ _PAYLOAD_FIELDS: Dict[str, Dict[str, Any]] = {
     "expectedSha256": {"type": ["string", "null"],
                        "description": "Required when the page exists: its `hash` as you read it "
                                       "(a concurrent change is refused)."},
-    "indexDescription": {"type": ["string", "null"],
+    "indexDescription": {"type": ["string", "null"], "pattern": "\\S",
                          "description": "Legacy: the summary of a page whose frontmatter has "
-                                        "none; new writers put `summary` in the page."},
+                                        "none (equal to `summary` if it has one); new writers "
+                                        "put `summary` in the page."},
     "dailySummary": {**_TEXT, "description": "The session entry's Markdown; no conflict-marker "
                                              "lines."},
     "indexUpdates": {"type": ["array", "null"], "maxItems": 0,
