@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli
+from conftest import ROOT, git, run_cli
 from helpers_check import PAGES, commit, lint, parsed, vault_repo, write
 from test_gates_config import codes as ci_codes
 from test_gates_config import weakened  # noqa: F401  (a pull request that hides its conflict)
 from test_help_findings import VALID
 from test_report import FINDINGS, GOLDEN, make_input, validate_sarif
 
+from echoes_lint import config
 from echoes_lint.findings import Finding, Severity
 from echoes_lint.report import render
 
@@ -136,3 +137,10 @@ def test_ci_keeps_protected_rules_against_extend_ignore_and_exclude(
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert {"EV001", "EV020"} <= ci_codes(gate.stdout)
     assert lint(weakened).returncode == 0
+
+
+def test_the_readme_documents_every_configuration_key_and_statistics() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for key in config._KEYS:
+        assert f"| `{key}` |" in readme, key
+    assert "runs[0].properties.statistics" in readme and "COMMAND --help" in readme
