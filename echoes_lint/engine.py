@@ -729,10 +729,9 @@ def _read_keys(lines: Sequence[str], positions: Sequence[Tuple[int, int]], closi
                                      "as indentation but YAML reads as text; use spaces",
                                      number, col))
             elif previous is None:
-                notes.append(_keyed(Problem("frontmatter-ignored-line",
-                                            "indented line belongs to no key; engines skip it",
-                                            number, col + len(line) - len(line.lstrip())),
-                                    line.strip()))
+                notes.append(Problem("frontmatter-ignored-line",
+                                     "indented line belongs to no key; engines skip it",
+                                     number, col + len(line) - len(line.lstrip())))
             elif (previous.key in SCALAR_KEYS and previous.raw[:1] not in ("", "|", ">")
                   and previous.key not in continued):
                 continued.add(previous.key)
@@ -786,11 +785,11 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
                   f"rename it, e.g. to `{suggestion}`")
     else:
         reason = "not `key: value`"
-    return _keyed(Problem("frontmatter-ignored-line", f"engines ignore the frontmatter line "
-                          f"`{bounded(line.strip(), 80)}`: {reason}", number, col), line)
+    return Problem("frontmatter-ignored-line", f"engines ignore the frontmatter line "
+                   f"`{bounded(line.strip(), 80)}`: {reason}", number, col)
 
 
-# A skipped line that still names a key and a value: `status active`, `summary=text`,
+# A skipped line that names a key and a value: `status active`, `summary=text`,
 # `status : active`, `"status": active`, or `status: active` indented under no key.
 _MISWRITTEN_KEY = re.compile(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
                              r"""[^\S\n]*(\S.*)\Z""")
@@ -798,24 +797,14 @@ _MISWRITTEN_KEY = re.compile(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|
 _KEY_START = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
 
 
-def _keyed(note: Problem, line: str) -> Problem:
-    """The note on a skipped line, with the key it names and the line engines would read, so
-    that a required key it misses is reported there, once, with the line to write."""
-    found = _MISWRITTEN_KEY.match(line.strip())
-    if found is None or (found.group(3).isspace() and _KEY_START.match(found.group(4))):
-        return note
-    return dataclasses.replace(note, key=found.group(2),
-                               fix=f"{found.group(2)}: {found.group(4).strip()}")
-
-
 def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
                 lines: Sequence[str], positions: Sequence[Tuple[int, int]]) -> Optional[Problem]:
     """The missing-key problem of a required `key` that a line miswrites (keys are
     case-sensitive; engines skip a line that is not `key: value`), at that line and quoting it,
     with the line to write; the note on that line is dropped: one cause, one finding."""
-    def quoted(number: int) -> str:
-        line = next(line for index, line in enumerate(lines) if positions[index][0] == number)
-        return f"`{bounded(line.strip(), 80)}`"
+    texts: Dict[int, str] = {}  # one pass: a page may hold many skipped lines
+    for line, (number, _col) in zip(lines, positions):
+        texts.setdefault(number, line)
 
     def problem(why: str, value: str, line: int, col: int) -> Problem:
         return Problem("frontmatter-missing-key", f"required key `{key}` is missing: {why}; did "
@@ -823,15 +812,21 @@ def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
                        f"{key}: {value}")
 
     for note in notes:
-        if note.kind == "frontmatter-ignored-line" and note.fix and (note.key or "").casefold() == key:
-            notes.remove(note)
-            what = "indented line" if note.col > 1 else "line"
-            return problem(f"engines skip the {what} {quoted(note.line)}",
-                           note.fix.split(":", 1)[1].strip(), note.line, note.col)
+        if note.kind != "frontmatter-ignored-line":
+            continue
+        line = texts[note.line]
+        found = _MISWRITTEN_KEY.match(line.strip())
+        if (found is None or found.group(2).casefold() != key
+                or (found.group(3).isspace() and _KEY_START.match(found.group(4)))):
+            continue
+        notes.remove(note)
+        what = "indented line" if line[:1].isspace() else "line"
+        return problem(f"engines skip the {what} `{bounded(line.strip(), 80)}`",
+                       found.group(4).strip(), note.line, note.col)
     for field in fields.values():
         if field.key.casefold() == key and field.raw:
-            return problem(f"the line {quoted(field.line)} names the key `{field.key}`, and keys "
-                           "are case-sensitive", field.raw, field.line, 1)
+            return problem(f"the line `{bounded(texts[field.line].strip(), 80)}` names the key "
+                           f"`{field.key}`, and keys are case-sensitive", field.raw, field.line, 1)
     return None
 
 

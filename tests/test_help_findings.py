@@ -89,6 +89,10 @@ def test_ignored_lines_are_quoted(repo: Path) -> None:
     output = lint(repo, f"{PAGES}/odd.md", "--select", "EV070").stdout
     assert "engines ignore the frontmatter line `owner : me`: a space before `:`; write " \
            "`owner: me`" in output
+    # Only a missing required key gets "replace the line": here the rule's fix is the help.
+    write(repo, f"{PAGES}/odd.md", VALID.replace("type: note", "type: note\ndue date: 1"))
+    full = lint(repo, f"{PAGES}/odd.md", "--select", "EV070", "--output-format", "full").stdout
+    assert f"  = help: {RULES['EV070'].fix}\n" in full and "replace the line" not in full
 
 
 def test_every_rule_has_a_fix_and_a_how_to_fix_section() -> None:
