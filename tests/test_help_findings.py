@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import git, write_page
 from helpers_check import PAGES, lint, parsed, vault_repo, write
+from helpers_gates import run_guarded
 from helpers_writer import cli, init_vault, refused
 from test_help_commands import echoes_lint
 
@@ -127,3 +128,14 @@ def test_full_help_is_the_findings_fix_or_the_rules_never_its_title(repo: Path) 
 def test_the_help_through_echoes_lint_names_the_rule_fix(repo: Path) -> None:
     shown = echoes_lint(repo, "rule", "EV015")
     assert shown.returncode == 0 and f"## How to fix\n\n{RULES['EV015'].fix}\n" in shown.stdout
+
+
+def test_many_skipped_lines_with_missing_keys_stay_linear(tmp_path: Path) -> None:
+    """Every required key missing and 200,000 skipped lines that each name a key: looking for a
+    miswritten key reads each line once per missing key (a quadratic search took far longer than
+    the hang guard)."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/hostile.md", "---\n" + "note x\n" * 200_000 + "status active\n---\n")
+    completed = run_guarded("check", f"{PAGES}/hostile.md", "--select", "EV015", cwd=repo)
+    assert [item[1:] for item in parsed(completed.stdout)] == \
+        [(1, 1, "EV015")] * 3 + [(200_002, 1, "EV015")]
