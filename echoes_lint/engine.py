@@ -1947,6 +1947,7 @@ def format_bytes(value: int) -> str:
     return f"{amount:.1f} TB"
 
 
+# A label names a command as `{run}COMMAND`: the card fills in how the caller runs the engine.
 _CARD_LABELS = (
     ("missingStructure", "missing structure"),
     ("invalidFrontmatter", "invalid frontmatter"),
@@ -1962,7 +1963,7 @@ _CARD_LABELS = (
     ("adapterConfiguration", "adapter conflicts"),
     ("gitReadiness", "Git readiness issues"),
     ("outdatedRuntime", "outdated project runtime"),
-    ("interruptedWrites", "interrupted multi-file write (the next writer or `rebuild-index` "
+    ("interruptedWrites", "interrupted multi-file write (the next writer or `{run}rebuild-index` "
                           "finishes it)"),
     ("strayPageEntries", "entries in pages/ that are not pages"),
 )
@@ -2012,8 +2013,8 @@ def status_card(report: Dict[str, Any], call: Optional[str] = None) -> str:
         else:
             lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION}.")
             lines.append("")
-            details = [f"{label.replace('`rebuild-index`', f'`{run}rebuild-index`')}: "
-                       f"{len(health[key])}" for key, label in _CARD_LABELS if health[key]]
+            details = [f"{label.format(run=run)}: {len(health[key])}"
+                       for key, label in _CARD_LABELS if health[key]]
             if health["stateFile"]["exists"] and not health["stateFile"]["valid"]:
                 details.append(f"invalid local state ({health['stateFile']['error']})")
             lines.append("Integrity: " + "; ".join(details) + ".")
