@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 import gc
+import glob
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Callable, NoReturn, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.checker import CheckResult, exit_code, run_checks
-from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes
+from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes, split_patterns
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Rule
 
@@ -66,8 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="exit 0 even when there are findings")
     parser.add_argument("--fail-on", choices=FAIL_ON, default=None,
                         help="lowest severity that fails the check, or never (default: error)")
+    parser.add_argument("--extend-select", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to check in addition to the "
+                             "selection")
+    parser.add_argument("--extend-ignore", action="append", default=[], metavar="CODES",
+                        help="comma-separated codes or prefixes to skip (like --ignore)")
+    parser.add_argument("--exclude", action="append", default=None, metavar="GLOBS",
+                        help="comma-separated globs of files or folders (relative to the "
+                             "repository root) whose findings are skipped (replaces `exclude`)")
+    parser.add_argument("--extend-exclude", action="append", default=[], metavar="GLOBS",
+                        help="like --exclude, but adds to `exclude`")
     parser.add_argument("--statistics", action="store_true",
-                        help="print the number of findings per rule instead of each finding")
+                        help="count findings per rule instead of showing each one: a table for "
+                             "concise and full, a JSON list for json, one annotation per rule "
+                             "for github, counts in the run's properties for sarif")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the concise and full formats (auto honours NO_COLOR and "
                              "FORCE_COLOR)")
@@ -179,15 +193,34 @@ def main(argv: Optional[list[str]] = None) -> int:
     return guarded(lambda: _check(build_parser().parse_args(arguments)))
 
 
+def expand_globs(paths: Sequence[str]) -> list[str]:
+    """Paths as given, with a glob that names no existing path expanded (relative to the current
+    folder, `**` recursive, as a shell would; sorted) for shells and hooks that pass it quoted."""
+    expanded: list[str] = []
+    for path in paths:
+        if os.path.lexists(path) or not any(char in path for char in "*?["):
+            expanded.append(path)
+            continue
+        matches = sorted(glob.glob(path, recursive=True))
+        if not matches:
+            raise UsageError(f"{path}: no file or folder matches")
+        expanded.extend(matches)
+    return expanded
+
+
 def _check(args: argparse.Namespace) -> int:
     if args.staged and args.paths:
         raise UsageError("--staged checks what is staged and takes no paths")
     workspace = Path(args.workspace) if args.workspace else Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
-    paths = [str(Path.cwd() / path) for path in args.paths] if args.paths else None
+    paths = [str(Path.cwd() / path) for path in expand_globs(args.paths)] if args.paths else None
     result = run_checks(
         workspace, vault_dir=args.vault_dir, paths=paths, config=config,
         select=split_codes(args.select), ignore=split_codes(args.ignore), staged=args.staged,
+        extend_select=split_codes(args.extend_select),
+        extend_ignore=split_codes(args.extend_ignore),
+        exclude=None if args.exclude is None else split_patterns(args.exclude),
+        extend_exclude=split_patterns(args.extend_exclude),
     )
     color = args.output_file is None and use_color(args.color, sys.stdout)
     write_text(render_result(result, args.output_format, color=color,

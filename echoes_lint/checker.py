@@ -28,6 +28,7 @@ from echoes_lint.config import (
     Config,
     ConfigError,
     enabled_codes,
+    excluded,
     ignored_by_path,
     load_config,
     validate_codes,
@@ -92,12 +93,18 @@ def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
 def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                paths: Optional[Sequence[str]] = None, config: Optional[Config] = None,
                select: Sequence[str] = (), ignore: Sequence[str] = (),
-               staged: bool = False, guard: bool = False) -> CheckResult:
+               staged: bool = False, guard: bool = False, extend_select: Sequence[str] = (),
+               extend_ignore: Sequence[str] = (), exclude: Optional[Sequence[str]] = None,
+               extend_exclude: Sequence[str] = ()) -> CheckResult:
     """Check the vault of the repository that contains `workspace`.
 
     `vault_dir` (relative to the repository root) overrides the configuration's `vault-dir`;
     `paths` are files or folders, relative to `workspace` or absolute; `select` replaces the
-    configuration's selection and `ignore` adds to its ignores. With `guard` (what `ci` asks),
+    configuration's selection (its `extend-select` too) and `ignore` adds to its ignores, as
+    `extend_select` adds to the selection and `extend_ignore` to the ignores, as in ruff.
+    `exclude` (globs, repository-relative) replaces the configuration's `exclude`,
+    `extend_exclude` adds to it; findings in excluded files or folders are not reported, even
+    for files named in `paths` (ruff's `force-exclude`). With `guard` (what `ci` asks),
     the configuration and suppression comments, which a pull request can change, cannot switch
     off the protocol-fatal rules or the rules `select` names; only `select`/`ignore` can.
     Raises `ConfigError` for usage and configuration problems (no vault, unknown codes, a path
@@ -111,7 +118,14 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
         config = load_config(repo_root)
     explicit_select = validate_codes(select, "--select")
     explicit_ignore = validate_codes(ignore, "--ignore")
-    enabled = enabled_codes(explicit_select or config.select, (*config.ignore, *explicit_ignore))
+    added = validate_codes(extend_select, "--extend-select")
+    # A selection on the command line replaces the configured one with its extension, as in ruff.
+    chosen = (*explicit_select, *added) if explicit_select else \
+        (*config.select, *config.extend_select, *added) if config.select else ()
+    enabled = enabled_codes(chosen, (*config.ignore, *config.extend_ignore, *explicit_ignore,
+                                     *validate_codes(extend_ignore, "--extend-ignore")))
+    excludes = (*(config.exclude if exclude is None else exclude), *config.extend_exclude,
+                *extend_exclude)
     protected: frozenset[str] = frozenset()
     if guard:
         wanted = enabled_codes(explicit_select, explicit_ignore)
@@ -145,6 +159,9 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
         if codes & enabled:
             findings.extend(finding for finding in check(context) if finding.code in enabled)
     findings = _apply_suppressions(findings, context, config, enabled, protected)
+    if excludes:
+        findings = [finding for finding in findings if finding.code in protected
+                    or not excluded(excludes, finding.path)]
     if only is not None:
         findings = [finding for finding in findings if finding.code in REPOSITORY_CODES
                     or any(finding.path == item or finding.path.startswith(item + "/")

@@ -23,6 +23,7 @@ from typing import Any, Optional
 from echoes_lint import __version__, engine
 from echoes_lint.check import Parser, UsageError, add_scope_options, guarded, write_text
 from echoes_lint.checker import CheckResult, run_checks
+from echoes_lint.cli import PROG
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
@@ -141,7 +142,7 @@ def card(report: Mapping[str, Any]) -> str:
     relative to the repository root."""
     health = report["health"]
     quiet = {**health, "git": {**health["git"], "suggestedCommands": []}}
-    return printable(engine.status_card({**report, "health": quiet}), keep="\n")
+    return printable(engine.status_card({**report, "health": quiet}, PROG), keep="\n")
 
 
 def local_notes(scan: engine.Scan, report: Mapping[str, Any], prefix: str) -> list[str]:

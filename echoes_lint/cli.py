@@ -24,18 +24,20 @@ TOOL_COMMANDS: dict[str, str] = {
     "install-git-hooks": "echoes_lint.merge.githooks:main",
 }
 
+# How people run us: usage, `COMMAND --help` and the commands the status card suggests say so.
+PROG = "echoes-lint"
 _GLOBAL_OPTIONS = ("--workspace", "--agent", "--adapter-version")
 
 USAGE = f"""\
 usage: echoes-lint [--workspace DIR] [--agent NAME] [--adapter-version X.Y.Z] COMMAND [ARGS]
 
 Protocol {engine.PROTOCOL_VERSION} commands (engine {engine.ENGINE_VERSION}):
-  {", ".join(engine.COMMANDS)}
-
+{"".join(f"  {name:<17} {engine.COMMAND_SUMMARIES[name]}{chr(10)}" for name in engine.COMMANDS)}
 Tool commands:
   {", ".join(TOOL_COMMANDS)}
 
-Run `echoes-lint COMMAND --help` for a command's options.
+Run `echoes-lint COMMAND --help` for a command's options (and the payload schema of `append`,
+`upsert` and `end`).
 """
 
 
@@ -83,4 +85,4 @@ def main(argv: Optional[list[str]] = None) -> int:
             elif arg.startswith("--workspace="):
                 workspace = [arg]
         return _load(TOOL_COMMANDS[command])(workspace + rest)
-    return engine.main(args)
+    return engine.launch(PROG, args)

@@ -3,7 +3,11 @@
 ```toml
 [tool.echoes-lint]            # in .echoes-lint.toml the keys sit at the top level
 select = ["EV"]               # codes or code prefixes; default: every rule
+extend-select = ["EV07"]      # added to `select` (a command-line --select drops both)
 ignore = ["EV050"]
+extend-ignore = ["EV022"]     # added to `ignore`
+exclude = ["EchoesVault/raw"] # globs of files or folders to skip (--exclude replaces them)
+extend-exclude = ["*.draft.md"] # added to `exclude`
 vault-dir = "docs/EchoesVault" # relative to the repository root
 fail-on = "error"             # "error" (default), "warning" or "never"
 fail-on-untracked-at-push = true  # the pre-push hooks fail on EV022 (default true)
@@ -33,8 +37,8 @@ from echoes_lint.findings import RULES
 DEDICATED_FILE = ".echoes-lint.toml"
 PYPROJECT_FILE = "pyproject.toml"
 FAIL_ON = ("error", "warning", "never")
-_KEYS = ("select", "ignore", "per-file-ignores", "vault-dir", "fail-on",
-         "fail-on-untracked-at-push")
+_KEYS = ("select", "extend-select", "ignore", "extend-ignore", "exclude", "extend-exclude",
+         "per-file-ignores", "vault-dir", "fail-on", "fail-on-untracked-at-push")
 
 
 class ConfigError(Exception):
@@ -53,6 +57,11 @@ class Config:
     fail_on: str = "error"
     source: Optional[Path] = None
     """The file the configuration came from, for messages."""
+    extend_select: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    """Globs of repository-relative files or folders whose findings are not reported."""
+    extend_exclude: tuple[str, ...] = ()
     fail_on_untracked_at_push: bool = True
     """Whether the pre-push hooks fail on EV022: a push without those files loses them."""
 
@@ -80,6 +89,31 @@ def enabled_codes(select: Sequence[str], ignore: Sequence[str]) -> frozenset[str
     """The rule codes left after selecting (prefixes; empty = all) and then ignoring."""
     chosen = [code for code in RULES if not select or code.startswith(tuple(select))]
     return frozenset(code for code in chosen if not code.startswith(tuple(ignore)))
+
+
+def split_patterns(values: Sequence[str]) -> list[str]:
+    """`--exclude a,b --exclude c` -> ["a", "b", "c"], cleaned as configured globs are."""
+    return [_clean_pattern(part) for value in values for part in value.split(",")
+            if _clean_pattern(part)]
+
+
+def _clean_pattern(pattern: str) -> str:
+    pattern = pattern.strip().replace("\\", "/")
+    return (pattern[2:] if pattern.startswith("./") else pattern).rstrip("/")
+
+
+def excluded(patterns: Sequence[str], path: str) -> bool:
+    """Whether `exclude` globs cover a repository-relative path: a pattern matches the path or
+    one of its folders; a pattern without `/` also matches any single name in the path."""
+    if not patterns:
+        return False
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]
+    for pattern in patterns:
+        candidates = prefixes if "/" in pattern else [*prefixes, *parts]
+        if any(fnmatch.fnmatchcase(candidate, pattern) for candidate in candidates):
+            return True
+    return False
 
 
 def ignored_by_path(config: Config, path: str) -> tuple[str, ...]:
@@ -159,7 +193,16 @@ def _parse(table: object, origin: str, source: Path) -> Config:
     at_push = table.get("fail-on-untracked-at-push", True)
     if not isinstance(at_push, bool):
         raise ConfigError(f"`fail-on-untracked-at-push` in {origin} must be true or false")
+    extend_select, extend_ignore = (
+        validate_codes(_string_list(table.get(key, []), key, origin), f"`{key}` of {origin}")
+        for key in ("extend-select", "extend-ignore"))
+    exclude, extend_exclude = (
+        tuple(_clean_pattern(pattern) for pattern in _string_list(table.get(key, []), key, origin)
+              if _clean_pattern(pattern))
+        for key in ("exclude", "extend-exclude"))
     return Config(select, ignore, per_file_ignores, vault_dir, fail_on, source,
+                  extend_select=extend_select, extend_ignore=extend_ignore, exclude=exclude,
+                  extend_exclude=extend_exclude,
                   fail_on_untracked_at_push=at_push)
 
 

@@ -235,6 +235,8 @@ class Problem:
     line: int = 1
     col: int = 1
     key: Optional[str] = None
+    # What to write instead, when the fix is certain (a miswritten required key).
+    fix: Optional[str] = None
 
 
 def decode_text(data: bytes) -> Tuple[Optional[str], Optional[Problem]]:
@@ -692,7 +694,7 @@ def parse_frontmatter(text: str) -> PageMeta:
         problems.append(Problem("frontmatter-empty", "frontmatter block holds no keys; add "
                                 "type, stack, status and summary", open_line, 1))
         return PageMeta({}, tuple(problems), open_line, close_line, close_index=closing)
-    values = _required_values(fields, valued, open_line, problems, notes)
+    values = _required_values(fields, valued, open_line, problems, notes, (lines, positions))
     problems.sort(key=lambda problem: (problem.line, problem.col, problem.kind))
     notes.sort(key=lambda note: (note.line, note.col, note.kind))
     if problems:
@@ -765,6 +767,7 @@ def _read_keys(lines: Sequence[str], positions: Sequence[Tuple[int, int]], closi
     return fields, notes, valued
 
 
+_SPACED_COLON = re.compile(r"[^\S\n]+:")
 _QUOTED_KEY = re.compile(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
 
 
@@ -773,7 +776,7 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
     if line.startswith("- "):
         reason = "a list item outside any key; indent it under its key"
     elif re.match(r"[A-Za-z][A-Za-z0-9_-]*\s+:", line):
-        reason = "a space before `:`; write `key: value`"
+        reason = f"a space before `:`; write `{bounded(_SPACED_COLON.sub(':', line, 1), 80)}`"
     elif _QUOTED_KEY.match(line):
         key = line.split(":", 1)[0].strip()
         suggestion = re.sub(r"[^A-Za-z0-9_-]+", "_", key.strip("\"'")).strip("_")
@@ -782,20 +785,64 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
                   f"rename it, e.g. to `{suggestion}`")
     else:
         reason = "not `key: value`"
-    return Problem("frontmatter-ignored-line",
-                   f"engines ignore this frontmatter line: {reason}", number, col)
+    return Problem("frontmatter-ignored-line", f"engines ignore the frontmatter line "
+                   f"`{bounded(line.strip(), 80)}`: {reason}", number, col)
+
+
+# A skipped line that names a key and a value: `status active`, `summary=text`,
+# `status : active`, `"status": active`, or `status: active` indented under no key.
+_MISWRITTEN_KEY = re.compile(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
+                             r"""[^\S\n]*(\S.*)\Z""")
+# `summary text: x` is not surely `summary: text: x`: after a blank, the rest must not be a key.
+_KEY_START = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
+
+
+def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
+                lines: Sequence[str], positions: Sequence[Tuple[int, int]]) -> Optional[Problem]:
+    """The missing-key problem of a required `key` that a line miswrites (keys are
+    case-sensitive; engines skip a line that is not `key: value`), at that line and quoting it,
+    with the line to write; the note on that line is dropped: one cause, one finding."""
+    texts: Dict[int, str] = {}  # one pass: a page may hold many skipped lines
+    for line, (number, _col) in zip(lines, positions):
+        texts.setdefault(number, line)
+
+    def problem(why: str, value: str, line: int, col: int) -> Problem:
+        return Problem("frontmatter-missing-key", f"required key `{key}` is missing: {why}; did "
+                       f"you mean `{key}: {bounded(value, 80)}`?", line, col, key,
+                       f"{key}: {value}")
+
+    for note in notes:
+        if note.kind != "frontmatter-ignored-line":
+            continue
+        line = texts[note.line]
+        found = _MISWRITTEN_KEY.match(line.strip())
+        if (found is None or found.group(2).casefold() != key
+                or (found.group(3).isspace() and _KEY_START.match(found.group(4)))):
+            continue
+        notes.remove(note)
+        what = "indented line" if line[:1].isspace() else "line"
+        return problem(f"engines skip the {what} `{bounded(line.strip(), 80)}`",
+                       found.group(4).strip(), note.line, note.col)
+    for field in fields.values():
+        if field.key.casefold() == key and field.raw:
+            return problem(f"the line `{bounded(texts[field.line].strip(), 80)}` names the key "
+                           f"`{field.key}`, and keys are case-sensitive", field.raw, field.line, 1)
+    return None
 
 
 def _required_values(fields: Dict[str, Field], valued: Set[str], open_line: int,
-                     problems: List[Problem], notes: List[Problem]) -> Dict[str, str]:
+                     problems: List[Problem], notes: List[Problem],
+                     block: Tuple[Sequence[str], Sequence[Tuple[int, int]]]) -> Dict[str, str]:
     """Decode `type`, `status` and `summary` and check `stack` as engines do, adding problems;
-    note values that engines read differently from YAML tools."""
+    note values that engines read differently from YAML tools. `block` is the lines and their
+    positions, to quote a line that miswrites a missing key."""
     values: Dict[str, str] = {}
     for key in REQUIRED_FRONTMATTER:
         field = fields.get(key)
         if field is None:
-            problems.append(Problem("frontmatter-missing-key", f"required key `{key}` is missing",
-                                    open_line, 1, key))
+            problems.append(_miswritten(key, fields, notes, *block)
+                            or Problem("frontmatter-missing-key",
+                                       f"required key `{key}` is missing", open_line, 1, key))
             continue
         if key not in valued:
             problems.append(Problem("frontmatter-empty-value", f"`{key}` has no value (inline, or "
@@ -1925,6 +1972,7 @@ def format_bytes(value: int) -> str:
     return f"{amount:.1f} TB"
 
 
+# A label names a command as `{run}COMMAND`: the card fills in how the caller runs the engine.
 _CARD_LABELS = (
     ("missingStructure", "missing structure"),
     ("invalidFrontmatter", "invalid frontmatter"),
@@ -1940,14 +1988,16 @@ _CARD_LABELS = (
     ("adapterConfiguration", "adapter conflicts"),
     ("gitReadiness", "Git readiness issues"),
     ("outdatedRuntime", "outdated project runtime"),
-    ("interruptedWrites", "interrupted multi-file write (the next writer or `rebuild-index` "
+    ("interruptedWrites", "interrupted multi-file write (the next writer or `{run}rebuild-index` "
                           "finishes it)"),
     ("strayPageEntries", "entries in pages/ that are not pages"),
 )
 
 
-def status_card(report: Dict[str, Any]) -> str:
-    """The compact Markdown status card of `status --format card`."""
+def status_card(report: Dict[str, Any], call: Optional[str] = None) -> str:
+    """The compact Markdown status card of `status --format card`. It names commands as `call`
+    runs them (`echoes-lint`; default: the project runtime)."""
+    run = f"{call or _RUNTIME_CALL} "
     health = report["health"]
     session = report["state"].get("session") or {}
     if health["legacyVaultDetected"]:
@@ -1972,11 +2022,11 @@ def status_card(report: Dict[str, Any]) -> str:
         "",
     ]
     if health["legacyVaultDetected"]:
-        lines.append("Legacy vault detected. Run `init` or `migrate` explicitly (Initialize or "
-                     "restore EchoesVault) to convert it.")
+        lines.append(f"Legacy vault detected. Run `{run}init` or `{run}migrate` explicitly "
+                     "(Initialize or restore EchoesVault) to convert it.")
     elif not health["marker"]["exists"]:
-        lines.append("No vault here. Run `init` (Initialize or restore EchoesVault) to create "
-                     "repository-local project memory.")
+        lines.append(f"No vault here. Run `{run}init` (Initialize or restore EchoesVault) to "
+                     "create repository-local project memory.")
     else:
         # The protocol and integrity lines read as the reference engine's card does.
         if health["integrity"] == "healthy":
@@ -1988,7 +2038,8 @@ def status_card(report: Dict[str, Any]) -> str:
         else:
             lines.append(f"Protocol: {PROTOCOL_VERSION} · engine: {ENGINE_VERSION}.")
             lines.append("")
-            details = [f"{label}: {len(health[key])}" for key, label in _CARD_LABELS if health[key]]
+            details = [f"{label.format(run=run)}: {len(health[key])}"
+                       for key, label in _CARD_LABELS if health[key]]
             if health["stateFile"]["exists"] and not health["stateFile"]["valid"]:
                 details.append(f"invalid local state ({health['stateFile']['error']})")
             lines.append("Integrity: " + "; ".join(details) + ".")
@@ -1997,7 +2048,7 @@ def status_card(report: Dict[str, Any]) -> str:
                 lines.extend(["", "Fix Git readiness with:", "", "```sh", *commands, "```"])
     if health["scaleAlert"]:
         lines.extend(["", f"> Scale alert: more than {SCALE_ALERT_PAGES} pages; prefer targeted "
-                      "`search`."])
+                      f"`{run}search`."])
     return "\n".join(lines) + "\n"
 
 
@@ -2021,6 +2072,8 @@ class Context:
         # An interrupted change set `hydrate` left alone, or one discarded on request.
         self.pending: Optional[Dict[str, Any]] = None
         self.discarded: Optional[Dict[str, Any]] = None
+        # How a person runs this engine, for the commands it suggests.
+        self.call = _RUNTIME_CALL
 
     @property
     def vault(self) -> Path:
@@ -2050,7 +2103,7 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
     report = inspect_report(scan_workspace(ctx.workspace))
-    return status_card(report) if args.format == "card" else report
+    return status_card(report, ctx.call) if args.format == "card" else report
 
 
 def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
@@ -4155,34 +4208,138 @@ class _Parser(argparse.ArgumentParser):
         raise VaultError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="echoes_vault.py",
+# What `COMMAND --help` says a command does, in one line (spec section 12).
+COMMAND_SUMMARIES: Dict[str, str] = {
+    "init": "Create or repair the vault, runtime, agent adapters, index and state (idempotent).",
+    "migrate": "`init` that converts a legacy vault to Protocol 1.0.0.",
+    "upgrade": "`init` that installs this engine as the project runtime and refreshes adapters.",
+    "protocol": "Print engine, adapter and protocol versions and the command names (JSON).",
+    "configure-agents": "Refresh the protocol file, agent guide blocks, skills, commands, index.",
+    "inspect": "Report the vault's health as JSON or a Markdown card; changes nothing.",
+    "status": "The same read-only health report as `inspect`.",
+    "hydrate": "Rebuild the ignored local index and state after a clone or pull.",
+    "start": "On the user's request: print the index and latest daily entries; session active.",
+    "search": "Find page lines that contain QUERY (literal, any case); prints JSON.",
+    "append": "Record one scratchpad entry as its own daily file (JSON payload).",
+    "upsert": "Create or replace one whole page (JSON payload; replacing needs its `hash`).",
+    "end": "Only on the user's explicit request: save pages, a session entry and the index.",
+    "hash": "Print a page's SHA-256: the `expectedSha256` of `upsert` and `end`.",
+    "rebuild-index": "Regenerate the ignored index from page summaries; update local state.",
+}
+
+# The payloads as JSON Schemas (printed by `append|upsert|end --help`), built from the key lists
+# the commands enforce. A non-empty string is one with a character other than whitespace.
+_TEXT: Dict[str, Any] = {"type": "string", "pattern": "\\S"}
+_PAYLOAD_FIELDS: Dict[str, Dict[str, Any]] = {
+    "entry": {**_TEXT, "description": "The entry's Markdown; no conflict-marker lines."},
+    "agent": {"type": ["string", "null"], "pattern": "[A-Za-z0-9]",
+              "description": "The writing agent (default: --agent), stored as lower-case "
+                             "[a-z0-9._-], at most 40 characters."},
+    "filename": {**_TEXT, "description": "The page in EchoesVault/pages/, `.md` optional; no "
+                                         "`/`, `\\`, `..`, leading `.` or control characters."},
+    "content": {**_TEXT, "description": "The whole page: a `---` frontmatter block with `type`, "
+                                        "`stack`, `status` and a one-line `summary` of at most "
+                                        f"{SUMMARY_MAX_LENGTH} characters, then the body."},
+    "expectedSha256": {"type": ["string", "null"],
+                       "description": "Required when the page exists: its `hash` as you read it "
+                                      "(a concurrent change is refused)."},
+    "indexDescription": {"type": ["string", "null"], "pattern": "\\S",
+                         "description": "Legacy: the summary of a page whose frontmatter has "
+                                        "none (equal to `summary` if it has one); new writers "
+                                        "put `summary` in the page."},
+    "dailySummary": {**_TEXT, "description": "The session entry's Markdown; no conflict-marker "
+                                             "lines."},
+    "indexUpdates": {"type": ["array", "null"], "maxItems": 0,
+                     "description": "Legacy and refused unless empty: the index is generated "
+                                    "from page summaries."},
+}
+
+
+def _object_schema(keys: Sequence[str], required: Sequence[str]) -> Dict[str, Any]:
+    return {"type": "object", "required": list(required),
+            "properties": {key: _PAYLOAD_FIELDS[key] for key in keys},
+            "additionalProperties": False}
+
+
+_PAYLOAD_FIELDS["pages"] = {"type": "array",
+                            "items": _object_schema(END_PAGE_KEYS, ("filename", "content")),
+                            "description": "The pages to create or replace, each once "
+                                           "(default: none)."}
+PAYLOAD_SCHEMAS: Dict[str, Dict[str, Any]] = {
+    "append": _object_schema(APPEND_KEYS, ("entry",)),
+    "upsert": _object_schema(UPSERT_KEYS, ("filename", "content")),
+    "end": _object_schema(END_KEYS, ("dailySummary",)),
+}
+_EXAMPLE_PAGE = ("---\ntype: architecture\nstack: [python]\nstatus: active\nsummary: {}\n---\n"
+                 "\n# {}\n")
+PAYLOAD_EXAMPLES: Dict[str, Dict[str, Any]] = {
+    "append": {"entry": "- Confirmed the shared authentication contract.", "agent": "codex"},
+    "upsert": {"filename": "auth-architecture.md",
+               "content": _EXAMPLE_PAGE.format("Authentication boundaries and token flow.",
+                                               "Authentication architecture")},
+    "end": {"dailySummary": "- Completed the token refresh.\n- Remaining: its tests.",
+            "agent": "codex",
+            "pages": [{"filename": "token-refresh.md",
+                       "content": _EXAMPLE_PAGE.format("How access tokens are refreshed.",
+                                                       "Token refresh")}]},
+}
+
+
+def payload_help(command: str, prog: str) -> str:
+    """The payload part of `COMMAND --help`: its JSON Schema and an example the command accepts."""
+    flags = " --confirm-explicit-user-end" if command == "end" else ""
+    return (f"The payload is a JSON object, read from standard input with `--payload -` or from a "
+            f"UTF-8 file.\n\nPayload schema (JSON Schema):\n"
+            f"{json.dumps(PAYLOAD_SCHEMAS[command], indent=2, ensure_ascii=False)}\n\n"
+            f"Example payload:\n"
+            f"{json.dumps(PAYLOAD_EXAMPLES[command], indent=2, ensure_ascii=False)}\n\n"
+            f"Example: {prog} {command}{flags} --payload - < payload.json\n")
+
+
+def build_parser(prog: str = RUNTIME_FILE) -> argparse.ArgumentParser:
+    """The command line; `prog` is how the caller was invoked, for usage and help."""
+    parser = _Parser(prog=prog,
                      description=f"EchoesVault Protocol {PROTOCOL_VERSION} engine {ENGINE_VERSION}")
-    parser.add_argument("--workspace", default=None, help="project directory (default: cwd)")
+    parser.add_argument("--workspace", default=None,
+                        help="project directory; inside Git, its repository root (default: cwd)")
     parser.add_argument("--agent", default=None, help="calling agent, for provenance")
     parser.add_argument("--adapter-version", default=None, help="calling adapter's version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
+
+    def add(name: str, epilog: Optional[str] = None) -> argparse.ArgumentParser:
+        return commands.add_parser(name, help=COMMAND_SUMMARIES[name],
+                                   description=COMMAND_SUMMARIES[name], epilog=epilog,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
     for name in ("init", "migrate", "upgrade", "protocol", "configure-agents", "hydrate"):
-        commands.add_parser(name)
-    sub = commands.add_parser("rebuild-index")
+        add(name)
+    sub = add("rebuild-index")
     sub.add_argument("--discard-interrupted-write", action="store_true",
                      help=f"remove {INTENT_PATH} without applying it")
     for name in ("inspect", "status"):
-        sub = commands.add_parser(name)
-        sub.add_argument("--format", choices=("json", "card"), default="json")
-    sub = commands.add_parser("start")
-    sub.add_argument("--recent", type=int, default=RECENT_DEFAULT)
-    sub = commands.add_parser("search")
-    sub.add_argument("query")
-    sub.add_argument("--limit", type=int, default=SEARCH_DEFAULT_LIMIT)
-    sub = commands.add_parser("hash")
-    sub.add_argument("filename")
+        sub = add(name)
+        sub.add_argument("--format", choices=("json", "card"), default="json",
+                         help="JSON (default) or a compact Markdown status card")
+    sub = add("start")
+    sub.add_argument("--recent", type=int, default=RECENT_DEFAULT, metavar="N",
+                     help=f"print the N most recent daily entries (one file per `append` or "
+                          f"`end`) after the index, newest first; default {RECENT_DEFAULT}, "
+                          f"clamped to 0..{RECENT_MAX}; 0 prints only the index")
+    sub = add("search")
+    sub.add_argument("query", help="text to find; matched literally, ignoring case")
+    sub.add_argument("--limit", type=int, default=SEARCH_DEFAULT_LIMIT, metavar="N",
+                     help=f"at most N matching lines (default {SEARCH_DEFAULT_LIMIT}, "
+                          f"1 to {SEARCH_MAX_LIMIT})")
+    sub = add("hash")
+    sub.add_argument("filename", help="a page of EchoesVault/pages/, such as `auth.md`")
     for name in ("append", "upsert", "end"):
-        sub = commands.add_parser(name)
-        sub.add_argument("--payload", required=True, help="`-` for stdin, or a JSON file path")
+        sub = add(name, payload_help(name, prog))
+        sub.add_argument("--payload", required=True, metavar="FILE",
+                         help="`-` for standard input, or a UTF-8 JSON file path")
         if name == "end":
-            sub.add_argument("--confirm-explicit-user-end", action="store_true")
+            sub.add_argument("--confirm-explicit-user-end", action="store_true",
+                             help="required: the user explicitly asked to end the session")
     return parser
 
 
@@ -4212,16 +4369,20 @@ def _emit(stream: IO[bytes], text: str) -> None:
     stream.flush()
 
 
-def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes]) -> int:
+def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+        invoked_as: Optional[str] = None) -> int:
     """Run one command; returns the exit code. Output is always UTF-8, whatever the locale.
+    `invoked_as` is the command a person typed to run this engine (`echoes-lint`), for help and
+    the commands the card suggests; None means this file as the project runtime.
 
     A newer compatible project runtime runs the command instead (spec section 12.1)."""
     ctx: Optional[Context] = None
     try:
-        args = build_parser().parse_args(list(argv))
+        args = build_parser(invoked_as or RUNTIME_FILE).parse_args(list(argv))
         if args.command == "end" and not args.confirm_explicit_user_end:
             raise VaultError(END_CONFIRMATION_ERROR)
         ctx = Context(resolve_workspace(args.workspace), args.agent, args.adapter_version, stdin)
+        ctx.call = invoked_as or _RUNTIME_CALL
         delegated = hand_over(ctx, args.command, argv, stdin, stdout, stderr)
         if delegated is not None:
             return delegated
@@ -4283,9 +4444,14 @@ def _bytes_stream(stream: IO[str]) -> IO[bytes]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    return launch(None, argv)
+
+
+def launch(invoked_as: Optional[str], argv: Optional[Sequence[str]] = None) -> int:
+    """`main` of a launcher that runs this engine under its own name (`echoes-lint`)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     return run(arguments, _bytes_stream(sys.stdin), _bytes_stream(sys.stdout),
-               _bytes_stream(sys.stderr))
+               _bytes_stream(sys.stderr), invoked_as)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ so that `echoes-lint rule`, SARIF rule descriptors and the docs agree.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Optional
@@ -54,6 +55,8 @@ class Rule:
     severity: Severity
     summary: str
     explanation: str
+    fix: str = ""
+    """How to fix any finding of the rule: the `help:` of a finding without its own exact fix."""
 
     @property
     def url(self) -> str:
@@ -62,7 +65,7 @@ class Rule:
     def document(self) -> str:
         """The rule's Markdown page: what `echoes-lint rule CODE` prints and docs/rules holds."""
         return (f"# {self.code} {self.name} ({self.severity.value})\n\n{self.summary}\n\n"
-                f"{self.explanation}\n")
+                f"{self.explanation}\n\n## How to fix\n\n{self.fix}\n")
 
 
 def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
@@ -81,9 +84,6 @@ RULES: dict[str, Rule] = {
             """
 A `<<<<<<<`, `|||||||`, `=======` or `>>>>>>>` block left behind by a merge, rebase or
 cherry-pick. Protocol engines refuse to write or index a page that contains one.
-
-Fix: reconcile both sides, delete every marker line, keep valid frontmatter, then run
-`echoes-lint resolve --check`.
 """,
         ),
         _rule(
@@ -92,8 +92,6 @@ Fix: reconcile both sides, delete every marker line, keep valid frontmatter, the
             """
 In Markdown this is usually a setext heading underline, but every Protocol 1.0.0 engine treats
 a bare `=======` line as a conflict marker and refuses the page.
-
-Fix: use an ATX heading (`# Title`) or an underline of a different length (`========`).
 """,
         ),
         _rule(
@@ -107,17 +105,17 @@ frontmatter block that holds `type`, `stack`, `status` and `summary`.
         _rule(
             "EV011", "frontmatter-unclosed", _E,
             "The frontmatter block has no closing `---` line.",
-            "Add a line that is exactly `---` after the last frontmatter key.",
+            "Engines need a line that is exactly `---` after the last frontmatter key.",
         ),
         _rule(
             "EV012", "frontmatter-empty", _E,
             "The frontmatter block holds no keys.",
-            "Add the required keys `type`, `stack`, `status` and `summary`.",
+            "An empty block, or one of only blank lines and comments, gives engines no keys.",
         ),
         _rule(
             "EV014", "frontmatter-duplicate-key", _E,
             "A frontmatter key appears twice.",
-            "Duplicate top-level keys are invalid. Keep one and delete the other.",
+            "Duplicate top-level keys are invalid: engines refuse the page.",
         ),
         _rule(
             "EV015", "frontmatter-missing-key", _E,
@@ -151,7 +149,7 @@ hold at most 160 Unicode characters after whitespace runs are collapsed.
         _rule(
             "EV019", "invalid-text", _E,
             "A vault Markdown file is not valid UTF-8 text, or cannot be read.",
-            "Re-save the file as UTF-8 (and make it a readable regular file).",
+            "Engines refuse a page they cannot decode as UTF-8 or cannot open.",
         ),
         _rule(
             "EV020", "tracked-generated-index", _E,
@@ -159,8 +157,6 @@ hold at most 160 Unicode characters after whitespace runs are collapsed.
             """
 The index is generated locally from page frontmatter and must never be committed: two
 branches would conflict on it constantly.
-
-Fix: `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is already ignored).
 """,
         ),
         _rule(
@@ -169,8 +165,6 @@ Fix: `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is al
             """
 `.echoes-vault/state.json`, `.echoes-vault/lock`, `.opencode/echoes-state.json` and
 `.codex/echoes-vault-state.json` are local bookkeeping, not knowledge.
-
-Fix: `git rm --cached -- <path>`.
 """,
         ),
         _rule(
@@ -182,9 +176,6 @@ needs (the marker, the portable runtime, the agent adapters) are reported the sa
 
 A warning while you commit, it fails a push: the `echoes-lint` and `echoes-untracked-files`
 pre-commit hooks fail at the `pre-push` stage unless `fail-on-untracked-at-push = false`.
-
-Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it; `check` ends
-with one grouped command for every such file.
 """,
         ),
         _rule(
@@ -192,7 +183,7 @@ with one grouped command for every such file.
             "Two vault paths are equal after Unicode NFC normalisation and case folding.",
             """
 `Alpha.md` and `alpha.md`, `Straße.md` and `STRASSE.md`, or a composed and a decomposed `é`
-are one file on macOS and Windows. Rename or merge one of them.
+are one file on macOS and Windows.
 """,
         ),
         _rule(
@@ -212,8 +203,6 @@ EV032-EV034.
             """
 Protocol engines index `pages/.name.md` like any page, but writers refuse to address a hidden
 name (no `hash`, no `upsert`), and editors, file browsers and many tools hide it.
-
-Fix: `git mv` it to the same name without the leading dots.
 """,
         ),
         _rule(
@@ -223,8 +212,6 @@ Fix: `git mv` it to the same name without the leading dots.
 Protocol engines select pages by a case-insensitive `.md` suffix and index `Notes.MD` as
 `[[Notes]]`, but writers address `Notes.MD.md` when asked for `Notes.MD`, and case-sensitive
 tools (globs such as `*.md`, Git attributes, the Action's path filters) skip the page.
-
-Fix: `git mv` it to the same stem with `.md`.
 """,
         ),
         _rule(
@@ -233,8 +220,6 @@ Fix: `git mv` it to the same stem with `.md`.
             """
 Engines index such a page, but no writer can update it, and a control character in a slug
 breaks the index row it produces.
-
-Fix: rename the page to a plain name.
 """,
         ),
         _rule(
@@ -245,22 +230,18 @@ Engines replace a page atomically through a temporary file in `pages/` named
 `.<name>.<8 hex digits>.echoes-tmp`, 21 bytes longer than the page name. Most file systems limit
 a name to 255 bytes, so a page name over 234 bytes (UTF-8) can be read but never updated, and the
 engine refuses to create one.
-
-Fix: rename the page (`git mv`) to a name of at most 234 bytes and update links to it.
 """,
         ),
         _rule(
             "EV040", "symlink-in-vault", _E,
             "A symbolic link inside the vault.",
-            "Engines refuse to read or write through links. Replace the link with a regular file.",
+            "Engines refuse to read or write through links.",
         ),
         _rule(
             "EV041", "unsupported-marker", _E,
             "`EchoesVault/.echoes-vault.json` is missing, invalid or of another protocol.",
             """
 Writers read the marker before every mutation and stop unless it declares protocol 1.0.0.
-
-Fix: run `echoes-lint init` (or restore the committed marker).
 """,
         ),
         _rule(
@@ -270,8 +251,6 @@ Fix: run `echoes-lint init` (or restore the committed marker).
 Vault files, the marker, the state file, the runtime and the agent adapters must be regular
 files. A FIFO would block every reader that opens it and a device may act when opened, so
 engines and gates never open them and report them instead.
-
-Fix: remove it (`rm -- <path>`) or replace it with a regular file.
 """,
         ),
         _rule(
@@ -282,8 +261,6 @@ Fix: remove it (`rm -- <path>`) or replace it with a regular file.
 names none) on the next line. A comment that no longer matches a finding is stale, and one whose
 finding `status` counts as an issue (conflict markers, invalid frontmatter) cannot silence it:
 those findings must be fixed. A code is only reported unused when its rules ran.
-
-Fix: delete the comment, or remove the unused codes from it.
 """,
         ),
         _rule(
@@ -291,8 +268,6 @@ Fix: delete the comment, or remove the unused codes from it.
             "A suppression comment names a code that matches no rule.",
             """
 A typo such as `EV05O` silences nothing. Codes and prefixes (`EV05`) must match a rule.
-
-Fix: correct or remove the code (`echoes-lint rule --all` lists them).
 """,
         ),
         _rule(
@@ -301,8 +276,6 @@ Fix: correct or remove the code (`echoes-lint rule --all` lists them).
             """
 Git stores names as bytes; Git hosts, macOS, Windows and protocol engines show, normalise or
 refuse a name that is not UTF-8 differently. Findings show such bytes as `\\xNN` escapes.
-
-Fix: rename the file with a UTF-8 name (`git mv`).
 """,
         ),
         _rule(
@@ -311,15 +284,13 @@ Fix: rename the file with a UTF-8 name (`git mv`).
             """
 A submodule's files belong to another repository: a plain clone has an empty folder, and
 engines that read the checked-out folder treat another repository's files as vault files.
-
-Fix: move the submodule out of the vault (`git rm --cached -- <path>`, then remove the folder).
 """,
         ),
         _rule(
             "EV050", "broken-wikilink", _W,
             "A `[[page]]` or `![[asset]]` link points at nothing.",
             """
-Links inside code fences and inline code are ignored. Fix the link target or create the page.
+Links inside code fences and inline code are ignored.
 """,
         ),
         _rule(
@@ -338,9 +309,6 @@ Engines read only unindented lines `key: value` whose key matches `[A-Za-z][A-Za
 and skip every other line, so `due date: 2026-12-01`, `"quoted": v` or `x.y: 1` are invisible
 to them while YAML tools (Obsidian, static-site generators) read them, and a top-level `- item`
 or an indented line under no key is a YAML error.
-
-Fix: rename the key to letters, digits, `_` and `-` (`due_date`), or indent the line under its
-key.
 """,
         ),
         _rule(
@@ -349,8 +317,6 @@ key.
             """
 Engines read only the text on the key's own line; YAML tools join the indented lines into the
 value. The index then shows less than an editor does.
-
-Fix: put the whole value on the key's line.
 """,
         ),
         _rule(
@@ -359,8 +325,6 @@ Fix: put the whole value on the key's line.
             """
 Engines take such a value as plain text (`summary: >` indexes the page as `>`), while YAML
 tools read a list, a mapping or a block of the following lines.
-
-Fix: write the value as one plain or quoted string on the key's line.
 """,
         ),
         _rule(
@@ -368,22 +332,18 @@ Fix: write the value as one plain or quoted string on the key's line.
             "A single-quoted `type`, `status` or `summary` is unterminated or holds a lone `'`.",
             """
 Engines keep the text as it is, YAML tools fail on it.
-
-Fix: close the quote, and write `''` for a quote inside single quotes.
 """,
         ),
         _rule(
             "EV074", "frontmatter-empty-scalar", _W,
             "`type` or `status` is an empty quoted string.",
-            "Engines accept `type: \"\"`; the protocol asks for a value. Fix: write one.",
+            "Engines accept `type: \"\"`; the protocol asks for a value.",
         ),
         _rule(
             "EV075", "stack-unclosed", _E,
             "`stack` opens `[` or `{` without closing it.",
             """
 Engines never decode `stack` and accept `[python`, YAML tools fail on the whole block.
-
-Fix: close the bracket: `stack: [python]`.
 """,
         ),
         _rule(
@@ -391,8 +351,6 @@ Fix: close the bracket: `stack: [python]`.
             "`summary` is written as an index row `- [[slug]]: text`.",
             """
 Engines index only the text after the link, YAML tools fail on a value starting with `- `.
-
-Fix: keep only the text.
 """,
         ),
         _rule(
@@ -409,9 +367,64 @@ concurrent edit conflicts. Binary content belongs in `assets/`.
             """
 Engines trim surrounding whitespace before looking for conflict markers, so a last line
 `======= ` (with trailing blanks) is the marker `=======` to them and the page is refused.
-
-Fix: delete the line, or make it a heading of another form.
 """,
         ),
     )
 }
+
+# How to fix each rule's findings: `full`'s `help:` line when a finding carries no exact fix of
+# its own, and the "How to fix" section of the rule's page.
+_FIXES = {
+    "EV001": "Reconcile both sides, delete every marker line, keep valid frontmatter, then run "
+             "`echoes-lint resolve --check`.",
+    "EV002": "Use an ATX heading (`# Title`) or an underline of another length (`========`).",
+    "EV010": "Start the page with a `---` line, then `type`, `stack`, `status` and `summary`, "
+             "then a closing `---` line.",
+    "EV011": "Add a line that is exactly `---` after the last frontmatter key (no spaces after "
+             "it).",
+    "EV012": "Add the required keys `type`, `stack`, `status` and `summary`.",
+    "EV014": "Keep one of the two keys and delete the other.",
+    "EV015": "Add the key as `key: value` on its own unindented line (keys are lower case), "
+             "for example `status: active`.",
+    "EV016": "Write the value on the key's line, for example `status: active` or `stack: []`.",
+    "EV017": "Close the quote, or write the value without quotes; inside double quotes escape "
+             "`\\` and `\"` as JSON does.",
+    "EV018": "Shorten the summary to one line of at most 160 characters; details belong in the "
+             "page body.",
+    "EV019": "Re-save the file as UTF-8, and make it a readable regular file.",
+    "EV020": "Run `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is "
+             "already ignored).",
+    "EV021": "Run `git rm --cached -- <path>` (the file stays on disk).",
+    "EV022": "Run `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it; "
+             "`check` ends with one grouped command for every such file.",
+    "EV030": "Rename (`git mv`) or merge one of the two files, and update links to it.",
+    "EV031": "Move a file that is not a page to `assets/`, or rename the page (`git mv`) to an "
+             "NFC name that Windows accepts.",
+    "EV032": "Run `git mv` to the same name without the leading dots.",
+    "EV033": "Run `git mv` to the same stem with `.md`.",
+    "EV034": "Rename the page (`git mv`) to a plain name.",
+    "EV035": "Rename the page (`git mv`) to a name of at most 234 bytes and update links to it.",
+    "EV040": "Replace the link with the regular file it points at.",
+    "EV041": "Run `echoes-lint init` (it also migrates a legacy vault), or restore the committed "
+             "marker.",
+    "EV042": "Remove it (`rm -- <path>`) or replace it with a regular file.",
+    "EV043": "Delete the comment, or remove the unused codes from it.",
+    "EV044": "Correct or remove the code (`echoes-lint rule --all` lists them).",
+    "EV045": "Rename the file (`git mv`) to a UTF-8 name.",
+    "EV046": "Move the submodule out of the vault (`git rm --cached -- <path>`, then remove the "
+             "folder).",
+    "EV050": "Correct the link target, or create the page or asset it names.",
+    "EV060": "Move each entry of the shared file into its own file under "
+             "`daily/YYYY-MM-DD/` (as `append` writes them), then delete the shared file.",
+    "EV070": "Write `key: value` with a key of letters, digits, `_` and `-` (`due_date`), or "
+             "indent the line under its key.",
+    "EV071": "Put the whole value on the key's line.",
+    "EV072": "Write the value as one plain or quoted string on the key's line.",
+    "EV073": "Close the quote, and write `''` for a quote inside single quotes.",
+    "EV074": "Write a value, for example `status: active`.",
+    "EV075": "Close the bracket: `stack: [python]`.",
+    "EV076": "Keep only the text after `- [[slug]]: `.",
+    "EV077": "Remove the NUL bytes; binary content belongs in `assets/`.",
+    "EV078": "Delete the line, or make it a heading of another form.",
+}
+RULES = {code: dataclasses.replace(rule, fix=_FIXES[code]) for code, rule in RULES.items()}

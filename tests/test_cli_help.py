@@ -6,6 +6,8 @@ from pathlib import Path
 
 from conftest import run_cli
 
+from echoes_lint import engine
+
 
 def test_bare_command_prints_the_usage_not_a_json_error(tmp_path: Path) -> None:
     for args in ((), ("--workspace", str(tmp_path))):
@@ -19,4 +21,6 @@ def test_bare_command_prints_the_usage_not_a_json_error(tmp_path: Path) -> None:
 def test_help_lists_protocol_and_tool_commands(tmp_path: Path) -> None:
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
-    assert "init, migrate, upgrade" in result.stdout and "check, rule, ci" in result.stdout
+    for name in engine.COMMANDS:  # each protocol command with its one-line description
+        assert f"\n  {name:<17} {engine.COMMAND_SUMMARIES[name]}\n" in result.stdout
+    assert "check, rule, ci" in result.stdout

@@ -147,7 +147,7 @@ def test_full_skips_snippet_for_line_out_of_range() -> None:
     finding = Finding(PERCENT, 99, 1, "EV010", "m", E)
     assert render("full", make_input([finding])) == (
         f"{PERCENT}:99:1: EV010 [error] m\n"
-        "  = help: A page does not begin with a `---` frontmatter block.\n"
+        f"  = help: {RULES['EV010'].fix}\n"
         "\n"
         "Found 1 error.\n"
     )

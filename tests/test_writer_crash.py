@@ -161,6 +161,8 @@ def test_status_reports_an_interrupted_write_until_a_writer_finishes_it(git_repo
     health = ok(cli(git_repo, "status"))["health"]
     assert health["interruptedWrites"] == ["../.echoes-vault/intent.json"]
     assert health["integrity"] == "attention"
-    assert "interrupted multi-file write" in cli(git_repo, "status", "--format", "card").stdout
+    card = cli(git_repo, "status", "--format", "card").stdout
+    assert "interrupted multi-file write (the next writer or `echoes-lint rebuild-index` " \
+           "finishes it): 1" in card
     ok(cli(git_repo, "rebuild-index"))
     assert ok(cli(git_repo, "status"))["health"]["interruptedWrites"] == []

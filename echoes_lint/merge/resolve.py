@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
+from echoes_lint.cli import PROG
 from echoes_lint.engine import printable
 from echoes_lint.merge.driver import HEAD, Page, classify, split_page
 from echoes_lint.merge.hydrate import hydrate
@@ -561,7 +562,7 @@ def run(top: Path, check: bool, output_format: str) -> int:
         else:
             note = skipped
         report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
-        card, integrity = engine.status_card(report), report["health"]["integrity"]
+        card, integrity = engine.status_card(report, PROG), report["health"]["integrity"]
     if output_format == "json":
         output = render_json(operation, reports, check, hydrate_state, integrity)
     else:

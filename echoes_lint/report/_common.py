@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from echoes_lint.findings import RULES, Finding, Severity
 
@@ -13,7 +14,8 @@ from echoes_lint.findings import RULES, Finding, Severity
 class ReportInput:
     """Everything a reporter may show. Reporters only format: they never read files or sort.
 
-    `color` and `statistics` only affect the human formats (`concise`, `full`).
+    `color` only affects the human formats (`concise`, `full`); `statistics` asks every format
+    for counts per rule instead of findings (sarif keeps its results and adds the counts).
     """
 
     findings: Sequence[Finding]
@@ -60,10 +62,21 @@ def summary_line(findings: Sequence[Finding]) -> str:
     return f"Found {' and '.join(parts)}."
 
 
+def statistics_rows(findings: Sequence[Finding]) -> list[tuple[str, int]]:
+    """(code, number of findings) per code, most frequent first, then by code."""
+    counts = Counter(finding.code for finding in findings)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def statistics_items(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """The statistics as JSON objects: code, name, severity and count (ruff's json layout)."""
+    return [{"code": code, "name": RULES[code].name, "severity": RULES[code].severity.value,
+             "count": count} for code, count in statistics_rows(findings)]
+
+
 def statistics_table(findings: Sequence[Finding]) -> str:
     """One `  COUNT  CODE  name` row per code, most frequent first, then by code."""
-    counts = Counter(finding.code for finding in findings)
-    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    rows = statistics_rows(findings)
     width = len(str(rows[0][1])) if rows else 1
     return "".join(f"  {count:>{width}}  {code}  {RULES[code].name}\n" for code, count in rows)
 

@@ -35,7 +35,7 @@ def _block(finding: Finding, report: ReportInput) -> str:
     source = report.sources.get(finding.path)
     if source is not None:
         lines += _snippet(finding, source, report.color)
-    lines.append(f"  = help: {finding.fix or RULES[finding.code].summary}")
+    lines.append(f"  = help: {finding.fix or RULES[finding.code].fix}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from echoes_lint.report._common import ReportInput
+from echoes_lint.findings import RULES
+from echoes_lint.report._common import ReportInput, statistics_rows
 
 
 def escape_data(text: str) -> str:
@@ -15,7 +16,21 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _statistics(report: ReportInput) -> str:
+    """One annotation per rule, at its severity, without a file: Actions lists them on the run's
+    summary page (a count has no line to annotate)."""
+    lines = []
+    for code, count in statistics_rows(report.findings):
+        rule = RULES[code]
+        message = f"{code} {rule.name}: {count} finding{'s' if count > 1 else ''}"
+        lines.append(f"::{rule.severity.value} title={escape_property(f'echoes-lint ({code})')}"
+                     f"::{escape_data(message)}\n")
+    return "".join(lines)
+
+
 def render(report: ReportInput) -> str:
+    if report.statistics:
+        return _statistics(report)
     lines = []
     for finding in report.findings:
         properties = ",".join(

@@ -6,11 +6,10 @@ With `--statistics`, one object per rule instead: code, name, severity and count
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any, Optional
 
 from echoes_lint.findings import RULES, Finding
-from echoes_lint.report._common import ReportInput
+from echoes_lint.report._common import ReportInput, statistics_items
 
 
 def _fix(finding: Finding) -> Optional[dict[str, Any]]:
@@ -36,13 +35,7 @@ def _item(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _statistics(report: ReportInput) -> list[dict[str, Any]]:
-    counts = Counter(finding.code for finding in report.findings)
-    return [{"code": code, "name": RULES[code].name, "severity": RULES[code].severity.value,
-             "count": count}
-            for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
-
-
 def render(report: ReportInput) -> str:
-    items = _statistics(report) if report.statistics else [_item(f) for f in report.findings]
+    items = (statistics_items(report.findings) if report.statistics
+             else [_item(f) for f in report.findings])
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from echoes_lint.findings import RULES, Finding
-from echoes_lint.report._common import ReportInput
+from echoes_lint.report._common import ReportInput, statistics_items
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/echoes-lint/echoes-lint"
@@ -68,5 +68,8 @@ def render(report: ReportInput) -> str:
         base = report.workspace_uri.rstrip("/") + "/"
         run["originalUriBaseIds"] = {SRCROOT: {"uri": base}}
     run["results"] = [_result(finding) for finding in report.findings]
+    if report.statistics:
+        # The results stay: code scanning closes every alert a log without them omits.
+        run["properties"] = {"statistics": statistics_items(report.findings)}
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

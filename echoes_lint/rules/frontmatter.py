@@ -5,6 +5,7 @@ per `Problem.kind`. EV070-EV078: what engines accept but other tools may misread
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
@@ -40,7 +41,6 @@ _HOW = {
     "EV010": "start the page with a `---` line, then `type`, `stack`, `status`, `summary` and "
              "a closing `---`",
     "EV014": "keep one of the two keys",
-    "EV015": "add the key to the frontmatter",
     "EV018": "shorten the summary to one line of at most 160 characters",
     "EV071": "put the whole value on the key's line",
     "EV072": "write the value as one plain or quoted string on the key's line",
@@ -81,6 +81,19 @@ def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Ite
         if problem.line in spans:
             continue
         code = KIND_CODES[problem.kind]
-        how = _HOW.get(code)
+        if problem.fix is not None:  # the message already asks "did you mean ...?"
+            yield ctx.finding(code, document.path, problem.line, problem.col, problem.message,
+                              f"replace the line with `{problem.fix}`")
+            continue
+        how = _how(code, problem.key)
         yield ctx.finding(code, document.path, problem.line, problem.col,
-                          f"{problem.message}; {how}" if how else problem.message)
+                          f"{problem.message}; {how}" if how else problem.message,
+                          how)
+
+
+def _how(code: str, key: Optional[str]) -> Optional[str]:
+    """How to fix a finding, where the engine's own message does not already say it."""
+    if code == "EV015" and key is not None:
+        example = "[]" if key == "stack" else "<value>"
+        return f"add the line `{key}: {example}` before the closing `---`"
+    return _HOW.get(code)
