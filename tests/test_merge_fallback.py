@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli
+from conftest import git, load_json, run_cli
+from helpers_linear import frontmatter_sides, run_guarded
 from helpers_merge import (
     PAGE,
     diverge,
@@ -23,7 +24,9 @@ from helpers_merge import (
 )
 
 from echoes_lint.merge.install import driver_command, recorded_interpreter
+from echoes_lint.rules import MAX_PER_FILE
 
+KEYS = 100_000
 # What echoes-lint 0.1 recorded: the interpreter alone, no fallback.
 OLD_COMMAND = ("'/gone/env/bin/python' -c 'from echoes_lint.cli import main; main()' "
                "merge-driver --marker-size %L %O %A %B %P")
@@ -185,3 +188,30 @@ def test_a_resolution_that_takes_theirs_is_refused_for_ours_too(diverged: Path) 
     assert f"{PAGE}: our change to `summary` (line 5 of `:2:`) is absent: the file keeps their " \
            "version" in output
     assert "their change" not in output
+
+
+def test_dropped_sides_of_a_huge_page_are_found_in_linear_time(git_repo: Path) -> None:
+    """100,000 frontmatter keys and 50,000 body hunks changed on both sides, resolved by taking
+    ours: `resolve` names the drops within the hang guard, with a bounded report. The index
+    stages are written as `git merge` leaves them (Git's own merge of this page takes minutes)."""
+    base, ours, theirs = frontmatter_sides(KEYS)
+    body = {name: "".join(f"{name if i % 2 == 0 else 'b'}{i}\n" for i in range(KEYS))
+            for name in ("b", "o", "t")}
+    page = git_repo / PAGE
+    page.parent.mkdir(parents=True)
+    entries = []
+    for stage, text in ((1, base + body["b"]), (2, ours + body["o"]), (3, theirs + body["t"])):
+        page.write_text(text, encoding="utf-8")
+        blob = git(git_repo, "hash-object", "-w", "--", PAGE).strip()
+        entries.append(f"100644 {blob} {stage}\t{PAGE}\n")
+    git(git_repo, "update-index", "--index-info", input="".join(entries))
+    page.write_text(ours + body["o"], encoding="utf-8")  # as `git checkout --ours` leaves it
+    assert unmerged_paths(git_repo) == {PAGE}
+    checked = run_guarded("resolve", "--check", cwd=git_repo)
+    assert checked.returncode == 1, checked.stderr
+    assert f"{PAGE}: their change to `k0` (line 6 of `:3:`) is absent: the file keeps our " \
+           "version" in checked.stdout
+    assert f"and {KEYS + KEYS // 2 - MAX_PER_FILE} more dropped changes" in checked.stdout
+    assert len(checked.stdout) < 100_000
+    report = load_json(run_guarded("resolve", "--output-format", "json", cwd=git_repo).stdout)
+    assert report["files"][0]["dropped"][-1]["key"] == f"k{MAX_PER_FILE - 1}"

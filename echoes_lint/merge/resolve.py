@@ -13,6 +13,7 @@ commits: it prints the `git add` commands for resolved files.
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import json
 import os
@@ -23,7 +24,7 @@ from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
 from echoes_lint.engine import printable
-from echoes_lint.merge.driver import HEAD, Lines, Page, classify, split_page
+from echoes_lint.merge.driver import HEAD, Page, classify, split_page
 from echoes_lint.merge.hydrate import hydrate
 from echoes_lint.rules.conflicts import Covered
 from echoes_lint.rules.context import MAX_PER_FILE
@@ -327,42 +328,46 @@ def diff_hunks(top: Path, base: Optional[str], side: str, side_text: str) -> Lis
             for a, b, c, d in (match.groups() for match in _HUNK.finditer(output))]
 
 
-def _contains(haystack: str, lines: Sequence[str]) -> bool:
-    """Whether `lines` occur one after the other in the text (whole lines)."""
-    return ("\n" + "\n".join(lines) + "\n") in haystack
+def _written(lines: Sequence[str], first: int, count: int) -> List[str]:
+    """The non-blank lines `first` .. `first + count - 1` (1-based): blank lines say nothing
+    about which version a file holds."""
+    return [line for line in lines[first - 1:first - 1 + count] if line.strip()]
 
 
 def dropped_lines(top: Path, blobs: Dict[int, str], texts: Dict[int, str], current: str,
                   skip: Dict[int, int]) -> List[Dropped]:
     """Each side's changed lines that the resolved file reverted: none of the lines the change
-    wrote is in the file, and the file still holds the lines it replaced or the other side's
-    lines for the same place. A reconciled rewrite (new text) is not a drop. Lines up to
-    `skip[stage]` (a page's frontmatter, compared key by key) are left out."""
-    padded = "\n" + current.replace("\r\n", "\n") + "\n"
+    wrote is in the file, and the file still holds every line it replaced, or the lines the other
+    side wrote in the same place. A reconciled rewrite (new text) is not a drop. Lines up to
+    `skip[stage]` (a page's frontmatter, compared key by key) are left out.
+
+    Linear in the sizes: hunks come sorted by base line, so the other side's hunks that overlap
+    one are found by bisection, and presence is a set lookup per line."""
     present = set(current.replace("\r\n", "\n").split("\n"))
-    base_lines = texts.get(1, "").split("\n")
+    lines = {stage: text.split("\n") for stage, text in texts.items()}
+    base_lines = lines.get(1, [""])
     hunks = {stage: diff_hunks(top, blobs.get(1), blobs[stage], texts[stage]) for stage in (2, 3)}
     dropped = []
     for stage, side, other_stage, other in _SIDES:
-        side_lines = texts[stage].split("\n")
+        others = hunks[other_stage]
+        starts = [hunk[0] for hunk in others]
         for start, count, first, length in hunks[stage]:
             if first + length - 1 <= skip.get(stage, 0):
                 continue
-            wrote = [line for line in side_lines[first - 1:first - 1 + length] if line.strip()]
-            replaced = [line for line in base_lines[start - 1:start - 1 + count] if line.strip()]
+            wrote = _written(lines[stage], first, length)
+            replaced = _written(base_lines, start, count)
             if (not wrote and not replaced) or any(line in present for line in wrote):
                 continue
-            kept = None
-            if replaced and _contains(padded, replaced):
-                kept = "base"
-            else:
-                for o_start, o_count, o_first, o_length in hunks[other_stage]:
-                    overlaps = o_start <= start + count and start <= o_start + o_count
-                    theirs = [line for line in texts[other_stage].split("\n")[
-                        o_first - 1:o_first - 1 + o_length] if line.strip()]
-                    if overlaps and theirs and _contains(padded, theirs):
-                        kept = other
-                        break
+            kept = "base" if replaced and all(line in present for line in replaced) else None
+            # The other side's hunks that start before this one ends, walked back while they
+            # still reach into it (disjoint and sorted, so each overlap is met once per side).
+            index = bisect.bisect_right(starts, start + count) - 1
+            while kept is None and index >= 0 and sum(others[index][:2]) >= start:
+                _o_start, _o_count, o_first, o_length = others[index]
+                theirs = _written(lines[other_stage], o_first, o_length)
+                if theirs and all(line in present for line in theirs):
+                    kept = other
+                index -= 1
             if kept is not None:
                 sample = printable(wrote[0][:60]) if wrote else ""
                 dropped.append(Dropped(side, None, first, max(first, first + length - 1), kept,
@@ -375,6 +380,9 @@ def dropped_keys(pages: Dict[int, Optional[Page]], current: Page,
     """Frontmatter keys a side changed whose resolved value is the base's or the other side's."""
     base = pages.get(1)
     base_units = base.units if base is not None else {}
+    # Where each key starts on each side: the first line of its unit, found once per side.
+    starts = {stage: {line: number for number, line in reversed(list(enumerate(
+        texts[stage].split("\n"), 1)))} for stage in (2, 3)}
     dropped = []
     for stage, side, other_stage, other in _SIDES:
         page, other_page = pages[stage], pages[other_stage]
@@ -388,18 +396,9 @@ def dropped_keys(pages: Dict[int, Optional[Page]], current: Page,
             kept = "base" if now == before else other if now == other_page.units.get(key) \
                 else None
             if kept is not None:
-                line = _key_line(texts[stage], mine) if mine else 0
+                line = starts[stage].get(mine[0], 0) if mine else 0
                 dropped.append(Dropped(side, key, line, line, kept))
     return dropped
-
-
-def _key_line(text: str, unit: Lines) -> int:
-    """The 1-based line where `unit` (a key's lines) starts in `text`."""
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        if line == unit[0] and tuple(lines[number - 1:number - 1 + len(unit)]) == unit:
-            return number
-    return 0
 
 
 def _kind(path: str) -> str:
