@@ -5,12 +5,14 @@ user) and the attribute line `EchoesVault/pages/*.md merge=echoes-vault` in the 
 `.gitattributes` (or `.git/info/attributes` with `--local-attributes`). Both steps are
 idempotent and leave other lines and keys alone.
 
-The driver command is `<this Python> -c '<run echoes_lint.cli>' merge-driver ...` with the
-interpreter's absolute path: Git runs drivers through `sh` with whatever PATH the calling program
-has (an IDE, a GUI client, a hook), where neither the `echoes-lint` console script nor an
-activated virtual environment can be relied on. The absolute interpreter works for venv, pipx,
-`--user` and system installs alike; after moving or deleting that environment, run install
-again.
+The driver command is a short `sh` script (`driver_command`) that runs `<this Python> -c '<run
+echoes_lint.cli>' merge-driver ...` with the interpreter's absolute path: Git runs drivers through
+`sh` with whatever PATH the calling program has (an IDE, a GUI client, a hook), where neither the
+`echoes-lint` console script nor an activated virtual environment can be relied on, and a PATH
+lookup could pick a program from the repository being merged. The absolute interpreter works
+for venv, pipx, `--user` and system installs alike. When it cannot run the driver (moved,
+deleted, echoes_lint uninstalled), the script merges with `git merge-file` and markers instead
+and says how to repair it: running install again, which also repairs a partial configuration.
 
 Uninstall removes only what install added: our keys (when they still hold our driver) and the
 attribute line in the files recorded at install time (`merge.echoes-vault.attributes` in the
