@@ -178,6 +178,10 @@ def test_an_intended_drop_is_accepted_by_name(diverged: Path) -> None:
     assert output.endswith(f"  git add -- {PAGE}\nThen continue with: git merge --continue\n")
     # Another path does not cover it.
     assert resolve(diverged, "--check", "--accept-dropped", "EchoesVault/pages/x.md")[0] == 1
+    # From outside the work tree the path is read relative to the repository.
+    outside = run_cli("--workspace", str(diverged), "resolve", "--check", "--accept-dropped",
+                      PAGE, cwd=diverged.parent)
+    assert outside.returncode == 0, outside.stdout
 
 
 def test_a_resolution_that_takes_theirs_is_refused_for_ours_too(diverged: Path) -> None:

@@ -4,6 +4,7 @@ there, and both installers say clearly that a vault in a subfolder is not theirs
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from conftest import git, make_vault, run_cli
@@ -79,6 +80,8 @@ def test_a_command_without_fallback_is_reported_and_replaced(git_repo: Path) -> 
     completed = run_cli("install-merge-driver", cwd=git_repo)
     assert "merge.echoes-vault.driver: the recorded command had no fallback to Git's text " \
            "merge" in completed.stdout
+    assert f"The driver runs {sys.executable}; after moving or recreating that environment " \
+           "elsewhere, run `echoes-lint install-merge-driver` again" in completed.stdout
     assert lint(git_repo) == []
 
 

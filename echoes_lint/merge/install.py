@@ -235,6 +235,10 @@ def install(top: Path, scope: str, which: str) -> List[str]:
         if which == ".gitattributes":
             report.append("Commit .gitattributes to share the attribute; each clone still runs "
                           "`echoes-lint install-merge-driver` once for the config.")
+    report.append(f"The driver runs {sys.executable}; after moving or recreating that "
+                  "environment elsewhere, run `echoes-lint install-merge-driver` again "
+                  "(`echoes-lint check` warns with EV090; meanwhile pages merge with Git's text "
+                  "merge).")
     version = git_version(top)
     if version is not None and version < NAMES_SINCE:
         report.append(f"Git {'.'.join(map(str, version))} does not pass branch names to merge "

@@ -799,9 +799,13 @@ def run(top: Path, check: bool, output_format: str, accepted: Sequence[str] = ()
 
 
 def _relative(top: Path, path: str) -> str:
-    """A path as given (relative to the current directory, or absolute) as Git names it."""
+    """A path as given (relative to the current directory, absolute, or relative to the
+    repository when the current directory is outside it) as Git names it."""
     absolute = os.path.normpath(os.path.join(os.getcwd(), path))
-    return Path(os.path.relpath(absolute, top)).as_posix()
+    relative = os.path.relpath(absolute, top)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Path(os.path.normpath(path)).as_posix()  # repository-relative, from elsewhere
+    return Path(relative).as_posix()
 
 
 def main(argv: Sequence[str]) -> int:
