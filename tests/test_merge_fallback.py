@@ -83,7 +83,7 @@ def test_a_deleted_interpreter_falls_back_to_git_merge_file_with_markers(
            "instead; run echoes-lint install-merge-driver to repair the driver" in merge.stderr
     text = page(diverged)
     # Both sides are there: the conflict with markers, and theirs' other changes merged.
-    assert "<<<<<<< ours\nsummary: Ours.\n=======\nsummary: Theirs.\n>>>>>>> theirs\n" in text
+    assert "<<<<<<< HEAD\nsummary: Ours.\n=======\nsummary: Theirs.\n>>>>>>> feature\n" in text
     assert "stack: [python, go]\n" in text and "Line three, theirs.\n" in text
     assert unmerged_paths(diverged) == {PAGE}
 
@@ -92,8 +92,8 @@ def test_a_deleted_interpreter_falls_back_to_git_merge_file_with_markers(
            "missing" in lint.stdout
     assert resolve(diverged, "--check")[0] == 1
     # Keeping only our summary reverts theirs: refused, with the key named.
-    replace(diverged / PAGE, "<<<<<<< ours\nsummary: Ours.\n=======\nsummary: Theirs.\n"
-                             ">>>>>>> theirs\n", "summary: Ours.\n")
+    replace(diverged / PAGE, "<<<<<<< HEAD\nsummary: Ours.\n=======\nsummary: Theirs.\n"
+                             ">>>>>>> feature\n", "summary: Ours.\n")
     status, output = resolve(diverged, "--check")
     assert status == 1
     assert f"{PAGE}: their change to `summary` (line 5 of `:3:`) is absent: the file keeps " \
@@ -121,7 +121,7 @@ def test_an_interpreter_that_cannot_import_echoes_lint_also_falls_back(
     merge = git_run(diverged, "merge", "--no-edit", "feature")
     assert merge.returncode == 1
     assert "it failed with exit status 1; merged with git merge-file instead" in merge.stderr
-    assert "=======\nsummary: Theirs.\n>>>>>>> theirs\n" in page(diverged)
+    assert "=======\nsummary: Theirs.\n>>>>>>> feature\n" in page(diverged)
 
 
 def test_resolve_refuses_what_an_old_driver_command_left_until_both_sides_are_present(

@@ -65,7 +65,10 @@ _WRAPPER = (
     '--marker-size "$l" --names "$s" "$x" "$y" "$o" "$a" "$b" "$p"; c=$?; '
     "case $c in 0) exit 0;; {status}) exit 1;; esac; "
     'why="it failed with exit status $c"; else why="$e is missing"; fi; '
-    "case $x$y in *%[XY]*) s=base x=ours y=theirs;; esac; "
+    # An older Git: label as its own merge does when it named the merged branch (GITHEAD_<id>).
+    "case $x$y in *%[XY]*) s=base x=ours y=theirs; "
+    "if [ \"$(env | grep -c '^GITHEAD_')\" = 1 ]; then "
+    "x=HEAD y=$(env | sed -n 's/^GITHEAD_[0-9a-f]*=//p'); fi;; esac; "
     'echo "echoes-lint merge-driver: $why; merged with git merge-file instead; run '
     'echoes-lint install-merge-driver to repair the driver" >&2; '
     'git merge-file -q --marker-size="$l" -L "$x" -L "$s" -L "$y" "$a" "$o" "$b" && exit 0; '
