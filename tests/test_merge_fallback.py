@@ -23,7 +23,9 @@ from helpers_merge import (
     vault_with_page,
 )
 
+from echoes_lint.merge.driver import split_page
 from echoes_lint.merge.install import driver_command, recorded_interpreter
+from echoes_lint.merge.resolve import dropped_keys
 from echoes_lint.rules import MAX_PER_FILE
 
 KEYS = 100_000
@@ -219,3 +221,16 @@ def test_dropped_sides_of_a_huge_page_are_found_in_linear_time(git_repo: Path) -
     assert len(checked.stdout) < 100_000
     report = load_json(run_guarded("resolve", "--output-format", "json", cwd=git_repo).stdout)
     assert report["files"][0]["dropped"][-1]["key"] == f"k{MAX_PER_FILE - 1}"
+
+
+def test_a_deleted_or_added_key_that_the_file_reverted_is_named() -> None:
+    texts = {1: "---\ntype: note\nowner: ana\n---\n",
+             2: "---\ntype: note\nowner: ana\n---\n",
+             3: "---\ntype: note\ntags: [a]\n---\n"}
+    pages = {stage: split_page(text) for stage, text in texts.items()}
+    current = split_page(texts[2])
+    assert current is not None
+    assert [drop.describe() for drop in dropped_keys(pages, current, texts)] == [
+        "their deletion of `owner` is absent: the file keeps the base version",
+        "their change to `tags` (line 3 of `:3:`) is absent: the file keeps the base version",
+    ]

@@ -294,8 +294,10 @@ class Dropped:
         whose = "our" if self.side == "ours" else "their"
         stage = 2 if self.side == "ours" else 3
         if self.key is not None:
-            what = "comments before the first key" if self.key == HEAD else f"`{self.key}`"
-            place = f"{whose} change to {what} (line {self.first} of `:{stage}:`) is"
+            what = "comments before the first key" if self.key == HEAD else \
+                f"`{printable(self.key)}`"
+            place = f"{whose} change to {what} (line {self.first} of `:{stage}:`) is" \
+                if self.first else f"{whose} deletion of {what} is"
         else:
             lines = f"line {self.first}" if self.first == self.last else \
                 f"lines {self.first}-{self.last}"
@@ -676,9 +678,9 @@ def sides_explained(top: Path, operation: Optional[str]) -> Optional[str]:
                 encoding="utf-8", errors="replace").strip() if relative else ""
         except OSError:
             state[name] = ""
-    onto = f" ({state['onto'][:7]})" if state["onto"] else ""
+    onto = f" ({printable(state['onto'][:7])})" if state["onto"] else ""
     branch = state["head-name"].removeprefix("refs/heads/") if state["head-name"] else ""
-    commit = f" ({state['stopped-sha'][:7]})" if state["stopped-sha"] else ""
+    commit = f" ({printable(state['stopped-sha'][:7])})" if state["stopped-sha"] else ""
     mine = f"your commit from {printable(branch)}" if branch else "your commit"
     return (f"During a rebase the sides are swapped: \"ours\" (HEAD) is the branch you rebase "
             f"onto{onto} with the commits replayed so far, \"theirs\" is {mine} being replayed"
