@@ -72,6 +72,13 @@ def unmerged_paths(repo: Path) -> set[str]:
     return {record.split("\t", 1)[1] for record in records if record}
 
 
+def resolve(repo: Path, *args: str) -> tuple[int, str]:
+    """`echoes-lint resolve ARGS` in `repo`: (exit status, standard output)."""
+    completed = run_cli("resolve", *args, cwd=repo)
+    assert "Traceback" not in completed.stderr
+    return completed.returncode, completed.stdout
+
+
 def diverge(repo: Path) -> None:
     """`feature` changes the summary, the stack and a body line; `main` changes the summary."""
     commit_on(repo, "feature", ("summary: Original summary.", "summary: Theirs."),

@@ -19,6 +19,7 @@ from helpers_merge import (
     install_driver,
     record_driver,
     replace,
+    resolve,
     unmerged_paths,
     vault_with_page,
 )
@@ -41,12 +42,6 @@ def interpreter_at(folder: Path) -> Path:
     python.write_text(f"#!/bin/sh\nexec '{sys.executable}' \"$@\"\n")
     python.chmod(0o755)
     return python
-
-
-def resolve(repo: Path, *args: str) -> tuple[int, str]:
-    completed = run_cli("resolve", *args, cwd=repo)
-    assert "Traceback" not in completed.stderr
-    return completed.returncode, completed.stdout
 
 
 def page(repo: Path) -> str:

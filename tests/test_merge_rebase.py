@@ -18,17 +18,12 @@ from helpers_merge import (
     git_run,
     install_driver,
     replace,
+    resolve,
     unmerged_paths,
     vault_with_page,
 )
 
 from echoes_lint.merge.install import driver_command
-
-
-def resolve(repo: Path, *args: str) -> tuple[int, str]:
-    completed = run_cli("resolve", *args, cwd=repo)
-    assert "Traceback" not in completed.stderr
-    return completed.returncode, completed.stdout
 
 
 def summary_conflict(repo: Path) -> None:

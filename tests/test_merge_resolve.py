@@ -15,17 +15,12 @@ from helpers_merge import (
     edit_main,
     git_run,
     install_driver,
+    resolve,
     unmerged_paths,
     vault_with_page,
 )
 
 from echoes_lint import engine
-
-
-def resolve(repo: Path, *args: str) -> tuple[int, str]:
-    completed = run_cli("resolve", *args, cwd=repo)
-    assert "Traceback" not in completed.stderr
-    return completed.returncode, completed.stdout
 
 
 def resolve_json(repo: Path, *args: str) -> Any:
