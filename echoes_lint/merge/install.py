@@ -211,7 +211,7 @@ def install(top: Path, scope: str, which: str) -> List[str]:
             f"remove it with `git config {scope} --unset {DRIVER_KEY}` first")
     where = "global" if scope == "--global" else "local"
     report = []
-    if current is None and _config(top, scope, "--get-regexp", _SECTION_KEYS) is not None:
+    if current is None and _config(top, scope, "--get-regexp", SECTION_KEYS) is not None:
         report.append(f"{SECTION}: repaired a partial configuration (keys without "
                       f"{DRIVER_KEY}, which makes Git stop merging pages)")
     elif current is not None and current != command:
@@ -250,7 +250,9 @@ def install(top: Path, scope: str, which: str) -> List[str]:
     return report
 
 
-_SECTION_KEYS = "^" + re.escape(SECTION) + r"\."
+# A POSIX extended regular expression for Git: only the dots need escaping (`\-`, which
+# re.escape writes, is undefined there).
+SECTION_KEYS = "^" + SECTION.replace(".", r"\.") + r"\."
 # The first Git that expands %S %X %Y in a driver's command line.
 NAMES_SINCE = (2, 44)
 
@@ -273,7 +275,7 @@ def _records(top: Path) -> List[Tuple[str, str]]:
 
 def _drop_empty_section(top: Path, scope: str) -> None:
     """`git config --unset` leaves an empty section header behind; remove it when it is ours."""
-    if _config(top, scope, "--get-regexp", _SECTION_KEYS) is None:
+    if _config(top, scope, "--get-regexp", SECTION_KEYS) is None:
         _git(top, "config", scope, "--remove-section", SECTION)
 
 

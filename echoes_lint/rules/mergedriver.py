@@ -19,6 +19,7 @@ from echoes_lint.merge import ATTRIBUTES_LINE
 from echoes_lint.merge.install import (
     DRIVER_KEY,
     SECTION,
+    SECTION_KEYS,
     has_fallback,
     is_our_driver,
     recorded_interpreter,
@@ -35,8 +36,7 @@ def _finding(code: str, path: str, message: str) -> Finding:
 
 def _config(top: Path) -> list[tuple[str, str, str]]:
     """(origin file, key, value) of every `merge.echoes-vault.*` key Git sees here."""
-    output = engine.run_git(top, ["config", "--show-origin", "-z", "--get-regexp",
-                                  "^" + SECTION.replace(".", r"\.").replace("-", r"\-") + r"\."])
+    output = engine.run_git(top, ["config", "--show-origin", "-z", "--get-regexp", SECTION_KEYS])
     items = engine.split_nul(output)
     entries = []
     for origin, entry in zip(items[::2], items[1::2]):
