@@ -22,6 +22,7 @@ TOOL_COMMANDS: dict[str, str] = {
     "install-merge-driver": "echoes_lint.merge.install:install_main",
     "uninstall-merge-driver": "echoes_lint.merge.install:uninstall_main",
     "install-git-hooks": "echoes_lint.merge.githooks:main",
+    "uninstall-git-hooks": "echoes_lint.merge.githooks:uninstall_main",
 }
 
 # How people run us: usage, `COMMAND --help` and the commands the status card suggests say so.

@@ -369,6 +369,34 @@ Engines trim surrounding whitespace before looking for conflict markers, so a la
 `======= ` (with trailing blanks) is the marker `=======` to them and the page is refused.
 """,
         ),
+        _rule(
+            "EV090", "merge-driver-missing-interpreter", _W,
+            "The recorded merge driver's interpreter is missing.",
+            """
+`install-merge-driver` records the absolute path of the Python that runs the driver. After that
+environment moved or was deleted, the driver cannot run: the command recorded by this version
+then merges pages with Git's own text merge (markers on every conflict), an earlier version's
+command leaves Git with only our side of the page and no markers.
+""",
+        ),
+        _rule(
+            "EV091", "merge-driver-partial", _W,
+            "A merge-driver configuration without a driver command.",
+            """
+Keys of `merge.echoes-vault` without `merge.echoes-vault.driver` make Git stop every merge that
+touches a page (`custom merge driver echoes-vault lacks command line`); a `merge=echoes-vault`
+line in `.git/info/attributes` without any driver configured means pages merge as plain text.
+A committed `.gitattributes` line alone is what every fresh clone has, and is not reported.
+""",
+        ),
+        _rule(
+            "EV092", "merge-driver-without-fallback", _W,
+            "The recorded merge driver has no fallback to Git's text merge.",
+            """
+Earlier versions recorded a command that only runs the interpreter: if it goes away, Git keeps
+our side of a page without conflict markers and the other side's changes are silently lost.
+""",
+        ),
     )
 }
 
@@ -426,5 +454,8 @@ _FIXES = {
     "EV076": "Keep only the text after `- [[slug]]: `.",
     "EV077": "Remove the NUL bytes; binary content belongs in `assets/`.",
     "EV078": "Delete the line, or make it a heading of another form.",
+    "EV090": "Run `echoes-lint install-merge-driver` with the echoes-lint you use now.",
+    "EV091": "Run `echoes-lint install-merge-driver`, which completes the configuration.",
+    "EV092": "Run `echoes-lint install-merge-driver` to record the current command.",
 }
 RULES = {code: dataclasses.replace(rule, fix=_FIXES[code]) for code, rule in RULES.items()}

@@ -70,3 +70,22 @@ def install_driver(repo: Path, *extra: str) -> None:
 def unmerged_paths(repo: Path) -> set[str]:
     records = git(repo, "ls-files", "-u", "-z").split("\0")
     return {record.split("\t", 1)[1] for record in records if record}
+
+
+def resolve(repo: Path, *args: str) -> tuple[int, str]:
+    """`echoes-lint resolve ARGS` in `repo`: (exit status, standard output)."""
+    completed = run_cli("resolve", *args, cwd=repo)
+    assert "Traceback" not in completed.stderr
+    return completed.returncode, completed.stdout
+
+
+def diverge(repo: Path) -> None:
+    """`feature` changes the summary, the stack and a body line; `main` changes the summary."""
+    commit_on(repo, "feature", ("summary: Original summary.", "summary: Theirs."),
+              ("stack: [python]", "stack: [python, go]"), ("Line three.", "Line three, theirs."))
+    edit_main(repo, ("summary: Original summary.", "summary: Ours."))
+
+
+def record_driver(repo: Path, command: str) -> None:
+    """Replace the driver command `install-merge-driver` recorded (another environment's)."""
+    git(repo, "config", "merge.echoes-vault.driver", command)

@@ -224,7 +224,7 @@ def test_different_summaries_conflict_in_the_frontmatter(repo: Path) -> None:
     assert "frontmatter conflict in `summary`" in output
     assert (repo / PAGE).read_text(encoding="utf-8") == (
         "---\ntype: note\nstack: [python]\nstatus: done\n"
-        f"<<<<<<< ours:{PAGE}\nsummary: Ours.\n=======\nsummary: Theirs.\n>>>>>>> theirs:{PAGE}\n"
+        "<<<<<<< HEAD\nsummary: Ours.\n=======\nsummary: Theirs.\n>>>>>>> feature\n"
         "---\n\n# Auth\n\nLine one.\nLine two.\nLine three.\nLine four.\n")
     assert unmerged_paths(repo) == {PAGE}
 
@@ -245,8 +245,8 @@ def test_body_edits_on_the_same_line_conflict_with_markers_and_labels(repo: Path
     assert status != 0
     assert "body conflict" in output
     text = (repo / PAGE).read_text(encoding="utf-8")
-    assert f"<<<<<<< ours:{PAGE}\nLine two, ours.\n=======\nLine two, theirs.\n" \
-           f">>>>>>> theirs:{PAGE}\n" in text
+    assert "<<<<<<< HEAD\nLine two, ours.\n=======\nLine two, theirs.\n" \
+           ">>>>>>> feature\n" in text
     assert "status: done\n" in text
 
 
@@ -256,8 +256,8 @@ def test_a_merge_that_would_take_a_summary_over_160_characters_is_a_conflict(rep
     status, output = merge(repo, "feature")
     assert status != 0, output
     text = (repo / PAGE).read_text(encoding="utf-8")
-    assert f"<<<<<<< ours:{PAGE}\nsummary: Original summary.\n=======\n" \
-           f"summary: {LONG_SUMMARY}\n>>>>>>> theirs:{PAGE}\n" in text
+    assert f"<<<<<<< HEAD\nsummary: Original summary.\n=======\n" \
+           f"summary: {LONG_SUMMARY}\n>>>>>>> feature\n" in text
     assert unmerged_paths(repo) == {PAGE}
 
 
@@ -283,7 +283,7 @@ def test_pages_added_on_both_branches_merge_key_by_key(repo: Path) -> None:
     assert status != 0, output
     text = (repo / new).read_text(encoding="utf-8")
     assert "summary: Same summary.\n" in text
-    assert f"<<<<<<< ours:{new}\nstatus: active\n=======\nstatus: done\n" in text
+    assert "<<<<<<< HEAD\nstatus: active\n=======\nstatus: done\n" in text
 
 
 def test_driver_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ def test_resolve_the_driver_and_every_hook_script_never_run_repository_code(
     edit_main(git_repo, ("summary: Original summary.", "summary: Ours."))
     merge = git_run(git_repo, "merge", "--no-edit", "feature")  # the driver
     assert merge.returncode == 1
-    assert "<<<<<<< ours:" in (git_repo / PAGE).read_text(encoding="utf-8")
+    assert "<<<<<<< HEAD\nsummary: Ours." in (git_repo / PAGE).read_text(encoding="utf-8")
     assert run_cli("--workspace", str(git_repo), "resolve", cwd=tmp_path).returncode == 0
     assert run_cli("--workspace", str(git_repo), "resolve", "--check", cwd=tmp_path).returncode == 1
     (git_repo / PAGE).write_text(page_text("Reconciled.", body="# Auth\n"), encoding="utf-8")
@@ -166,8 +166,8 @@ def test_odd_file_names_get_escaped_labels_and_messages(driven: Path, name: byte
         in merge.stderr
     with open(os.path.join(os.fsencode(driven), relative), "rb") as handle:
         merged = handle.read().decode("utf-8")
-    assert f"\n<<<<<<< ours:{label}\nsummary: Ours.\n=======\nsummary: Theirs.\n" \
-           f">>>>>>> theirs:{label}\n" in merged
+    assert "\n<<<<<<< HEAD\nsummary: Ours.\n=======\nsummary: Theirs.\n" \
+           ">>>>>>> feature\n" in merged
     resolved = subprocess.run([sys.executable, "-m", "echoes_lint", "resolve"], cwd=driven,
                               capture_output=True, check=False)
     assert resolved.returncode == 0
@@ -216,7 +216,8 @@ def test_odd_names_outside_pages_get_a_one_line_stage_command(git_repo: Path) ->
     checked = run_cli("resolve", "--check", cwd=git_repo)
     assert checked.returncode == 0, checked.stdout
     assert checked.stdout.endswith(
-        "Resolved; stage with:\n  git add -- $'EchoesVault/raw/caf\\xe9\\x0anotes.txt'\n")
+        "Resolved; stage with:\n  git add -- $'EchoesVault/raw/caf\\xe9\\x0anotes.txt'\n"
+        "Then continue with: git merge --continue\n")
 
 
 def test_a_gitlink_conflict_under_the_vault_is_explained(git_repo: Path) -> None:
@@ -253,8 +254,8 @@ def test_a_clean_merge_into_an_invalid_page_is_a_conflict_with_markers(driven: P
     assert merge.returncode == 1
     assert "merged page would be invalid" in merge.stderr
     text = merged_page(driven)
-    assert text.startswith(f"<<<<<<< ours:{PAGE}\n---\n")
-    assert "\n=======\n---\n" in text and text.endswith(f"\n>>>>>>> theirs:{PAGE}\n")
+    assert text.startswith("<<<<<<< HEAD\n---\n")
+    assert "\n=======\n---\n" in text and text.endswith("\n>>>>>>> feature\n")
     assert unmerged_paths(driven) == {PAGE}
 
 
@@ -265,8 +266,8 @@ def test_binary_pages_still_get_markers(driven: Path) -> None:
     assert merge.returncode == 1
     assert "Traceback" not in merge.stderr
     text = merged_page(driven)
-    assert text.startswith(f"<<<<<<< ours:{PAGE}\n") and "\n=======\n" in text
-    assert text.endswith(f">>>>>>> theirs:{PAGE}\n")
+    assert text.startswith("<<<<<<< HEAD\n") and "\n=======\n" in text
+    assert text.endswith(">>>>>>> feature\n")
 
 
 def test_an_oversized_page_falls_back_to_git_merge_file(driven: Path) -> None:
@@ -278,8 +279,8 @@ def test_an_oversized_page_falls_back_to_git_merge_file(driven: Path) -> None:
     assert merge.returncode == 1
     assert f"echoes-lint merge-driver: {PAGE}: cannot read a merge input: file is larger than " \
            "8 MiB\n" in merge.stderr
-    assert f"\n<<<<<<< ours:{PAGE}\nLine one, ours.\n=======\nLine one, theirs.\n" \
-           f">>>>>>> theirs:{PAGE}\n" in merged_page(driven)
+    assert "\n<<<<<<< HEAD\nLine one, ours.\n=======\nLine one, theirs.\n" \
+           ">>>>>>> feature\n" in merged_page(driven)
     # %L: the marker size Git asks for is honoured by the fallback too.
     sides = [driven / name for name in ("O", "A", "B")]
     for side, stage in zip(sides, ("1", "2", "3")):

@@ -15,17 +15,12 @@ from helpers_merge import (
     edit_main,
     git_run,
     install_driver,
+    resolve,
     unmerged_paths,
     vault_with_page,
 )
 
 from echoes_lint import engine
-
-
-def resolve(repo: Path, *args: str) -> tuple[int, str]:
-    completed = run_cli("resolve", *args, cwd=repo)
-    assert "Traceback" not in completed.stderr
-    return completed.returncode, completed.stdout
 
 
 def resolve_json(repo: Path, *args: str) -> Any:
@@ -61,7 +56,7 @@ def test_resolve_reports_the_conflicted_page_and_key(summary_conflict: Path) -> 
     assert f"{PAGE}: unmerged, changed on both sides; frontmatter `status` changed on theirs " \
            "only; frontmatter `summary` changed differently on both sides" in lines
     assert f"{PAGE}:5:1: conflict in the frontmatter (`summary`), lines 5-9: " \
-           f"ours (ours:{PAGE}) line 6; theirs (theirs:{PAGE}) line 8" in lines
+           f"ours (HEAD) line 6; theirs (feature) line 8" in lines
     # Parse errors caused by the markers themselves are not repeated as frontmatter problems.
     assert "frontmatter-key-syntax" not in output
     assert "git add" not in output
@@ -83,9 +78,9 @@ def test_resolve_json_lists_blocks_sides_and_keys(summary_conflict: Path) -> Non
     assert block == {
         "firstLine": 5, "lastLine": 9, "complete": True, "region": "frontmatter",
         "keys": ["summary"],
-        "ours": {"label": f"ours:{PAGE}", "firstLine": 6, "lastLine": 6},
+        "ours": {"label": "HEAD", "firstLine": 6, "lastLine": 6},
         "base": None,
-        "theirs": {"label": f"theirs:{PAGE}", "firstLine": 8, "lastLine": 8},
+        "theirs": {"label": "feature", "firstLine": 8, "lastLine": 8},
     }
     assert report["stageCommands"] == []
 
@@ -99,7 +94,8 @@ def test_resolve_check_fails_until_markers_are_gone_then_passes(summary_conflict
     assert status == 0, output
     assert "every conflicted vault file is resolved" in output
     assert "### EchoesVault · " in output
-    assert output.endswith(f"Resolved; stage with:\n  git add -- {PAGE}\n")
+    assert output.endswith(f"Resolved; stage with:\n  git add -- {PAGE}\n"
+                           "Then continue with: git merge --continue\n")
     # It printed the command; it did not run it.
     assert unmerged_paths(summary_conflict) == {PAGE}
 
@@ -199,9 +195,11 @@ def test_modify_delete_conflicts_say_which_side_deleted(git_repo: Path) -> None:
     status, output = resolve(git_repo)
     assert status == 0
     assert f"{PAGE}: unmerged, changed on ours, deleted on theirs" in output
-    assert output.endswith(f"Resolved; stage with:\n  git add -- {PAGE}\n")
+    assert output.endswith(f"Resolved; stage with:\n  git add -- {PAGE}\n"
+                           "Then continue with: git merge --continue\n")
     (git_repo / PAGE).unlink()
-    assert resolve(git_repo)[1].endswith(f"  git rm -- {PAGE}\n")
+    assert resolve(git_repo)[1].endswith(f"  git rm -- {PAGE}\nThen continue with: "
+                                         "git merge --continue\n")
 
 
 def test_markers_left_in_a_committed_daily_entry_are_found_without_a_merge(
@@ -273,7 +271,7 @@ def test_a_binary_asset_conflict_does_not_block_the_check_but_is_explained(
     assert status == 0, output
     assert f"{asset}: unmerged, changed on both sides; not text, so Git kept our version; " \
            f"take theirs with `git checkout --theirs -- {asset}`" in output
-    assert output.endswith(f"  git add -- {asset}\n")
+    assert output.endswith(f"  git add -- {asset}\nThen continue with: git merge --continue\n")
 
 
 def test_a_failing_hydrate_is_reported_never_turned_into_success(git_repo: Path) -> None:

@@ -4,6 +4,11 @@ Git's merge-driver contract: %O holds the common ancestor, %A our version and %B
 driver writes the result into %A and exits 0 when the merge is clean, non-zero (with conflict
 markers left in %A) otherwise. Git runs it from the top of the work tree, with %P as the page's
 path: labels and messages escape its control characters and non-UTF-8 bytes (`printable`).
+Conflict labels are the names Git gives (`--names %S %X %Y`, Git 2.44 and later); an older Git
+passes those placeholders through unexpanded, and the driver then labels as Git's own text merge
+does (see `labels`). A conflict exits `--conflict-status` (1 by default); every other non-zero
+status means %A was left untouched, which the command `install-merge-driver` records tells from
+a conflict and answers with `git merge-file` (see install.py).
 
 Frontmatter is merged key by key (see `merge_frontmatter`), the body line by line with
 `git merge-file`, and the result is validated by the engine: a merge that would leave an invalid
@@ -20,6 +25,7 @@ holding both whole versions. It exits 1 in all those cases, so Git records the c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -323,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "`echoes-lint install-merge-driver`).")
     parser.add_argument("--workspace", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--marker-size", type=int, default=7, help="conflict marker size (%%L)")
+    parser.add_argument("--names", nargs=3, metavar=("BASE", "OURS", "THEIRS"), default=None,
+                        help="Git's conflict labels (%%S %%X %%Y, Git 2.44 and later)")
+    parser.add_argument("--conflict-status", type=int, default=1, metavar="N",
+                        help="exit status for a conflict written with markers (default 1), so "
+                             "that a wrapper tells it from a driver that could not run")
     parser.add_argument("base", help="common ancestor (%%O)")
     parser.add_argument("ours", help="our version, replaced by the result (%%A)")
     parser.add_argument("theirs", help="their version (%%B)")
@@ -330,15 +341,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What Git < 2.44 leaves in place of %S %X %Y: it passes unknown placeholders through.
+_UNEXPANDED = ("%S", "%X", "%Y")
+
+
+def git_labels(cwd: Path) -> Optional[Tuple[str, str]]:
+    """(ours, theirs) as Git's own text merge labels them, for a Git that does not pass them to
+    drivers: `git merge` names the merged branch in a GITHEAD_<id> variable, a rebase names the
+    commit it replays on the last line of `rebase-merge/done`. None when neither says."""
+    names = [value for key, value in os.environ.items() if key.startswith("GITHEAD_")]
+    if len(names) == 1:
+        return "HEAD", names[0]
+    relative = engine.run_git(cwd, ["rev-parse", "--git-path", "rebase-merge/done"])
+    if relative is None:
+        return None
+    try:
+        done = (cwd / os.fsdecode(relative.strip())).read_bytes()[-4096:]
+    except OSError:
+        return None
+    words = done.decode("utf-8", "replace").rstrip("\n").rsplit("\n", 1)[-1].split(" ", 2)
+    if len(words) == 3 and words[0] in ("pick", "p", "edit", "e", "reword", "r"):
+        return "HEAD", f"{words[1][:7]} ({words[2]})"
+    return None
+
+
+def labels(names: Optional[Sequence[str]], path: str, cwd: Path) -> Tuple[str, str, str]:
+    """(ours, base, theirs) conflict labels: the names Git gives (%X %Y %S), else Git's own text
+    merge labels, else `ours:<path>`-style labels."""
+    if names is not None and tuple(names) != _UNEXPANDED:
+        base, ours, theirs = (printable(name) for name in names)
+        return ours, base or "base", theirs
+    suffix = f":{path}" if path else ""
+    guessed = git_labels(cwd)
+    if guessed is not None:
+        return printable(guessed[0]), f"base{suffix}", printable(guessed[1])
+    return f"ours{suffix}", f"base{suffix}", f"theirs{suffix}"
+
+
+def write_result(target: Path, data: bytes) -> None:
+    """Replace %A atomically: a driver that fails half-way must leave "ours" whole, since the
+    wrapper installed by `install-merge-driver` then merges it with `git merge-file`."""
+    descriptor, temporary = tempfile.mkstemp(prefix=".echoes-merge-", dir=str(target.parent))
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def main(argv: Sequence[str]) -> int:
-    args = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if not 0 < args.conflict_status < 126 or args.conflict_status == 2:
+        parser.error("--conflict-status must be 1 or 3 to 125")
     cwd = Path(args.workspace or os.getcwd())
     shown = printable(args.path) if args.path else ""
-    suffix = f":{shown}" if shown else ""
+    ours, base, theirs = labels(args.names, shown, cwd)
     # Git asks for longer markers in the inner merges of a criss-cross merge; shorter ones would
     # be invisible to every protocol engine, so never go below the standard seven.
-    markers = Markers(f"ours{suffix}", f"base{suffix}", f"theirs{suffix}", conflict_style(cwd),
-                      max(7, args.marker_size))
+    markers = Markers(ours, base, theirs, conflict_style(cwd), max(7, args.marker_size))
     label = shown or printable(args.ours)
     paths = Path(args.base), Path(args.ours), Path(args.theirs)
     try:
@@ -350,7 +414,7 @@ def main(argv: Sequence[str]) -> int:
             result, notes = fallback(*paths, markers, cwd)
             notes.insert(0, printable(reason))
             clean = False
-        Path(args.ours).write_bytes(result)
+        write_result(Path(args.ours), result)
     except DriverError as exc:
         sys.stderr.write(f"echoes-lint merge-driver: {label}: {printable(str(exc))}\n")
         return 2
@@ -360,4 +424,4 @@ def main(argv: Sequence[str]) -> int:
         return 2
     for note in notes:
         sys.stderr.write(f"echoes-lint merge-driver: {label}: {note}\n")
-    return 0 if clean else 1
+    return 0 if clean else args.conflict_status

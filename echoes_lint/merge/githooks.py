@@ -7,6 +7,9 @@ is never overwritten: it is moved to `<hook>.before-echoes-lint`, which our scri
 with the same arguments, input and exit status. When that name is taken too, nothing is
 installed and the message says why. Running it again changes nothing.
 
+`echoes-lint uninstall-git-hooks` removes only the scripts that carry our signature and moves a
+chained user hook back to its own name; any other hook stays as it is.
+
 The hooks hydrate with this installed echoes-lint (`echoes_lint.merge.hydrate`), never with the
 repository's `.echoes-vault/echoes_vault.py`: a checkout or pull must not run code it brought.
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from echoes_lint import engine
+from echoes_lint.merge import SubfolderVault, refuse_subfolder_vault
 
 HOOK_NAMES = ("post-merge", "post-checkout", "post-rewrite")
 CHAIN_SUFFIX = ".before-echoes-lint"
@@ -132,18 +136,49 @@ def install(top: Path) -> List[str]:
     return report
 
 
-def main(argv: Sequence[str]) -> int:
+def uninstall(top: Path) -> List[str]:
+    directory = hooks_directory(top)
+    report = []
+    for name in HOOK_NAMES:
+        target = directory / name
+        chained = Path(str(target) + CHAIN_SUFFIX)
+        shown = os.path.relpath(target, top)
+        if not os.path.lexists(target):
+            continue
+        if target.is_symlink() or SIGNATURE not in _read(target):
+            report.append(f"{name}: left alone, not installed by echoes-lint ({shown})")
+        elif os.path.lexists(chained):
+            os.replace(chained, target)
+            report.append(f"{name}: removed; your hook is back at {shown}")
+        else:
+            target.unlink()
+            report.append(f"{name}: removed ({shown})")
+    return report or ["nothing to remove: no echoes-lint Git hooks are installed"]
+
+
+def _main(argv: Sequence[str], installing: bool) -> int:
+    command = "install-git-hooks" if installing else "uninstall-git-hooks"
     parser = argparse.ArgumentParser(
-        prog="echoes-lint install-git-hooks",
-        description="Install post-merge, post-checkout and post-rewrite hooks that run `hydrate`.")
+        prog=f"echoes-lint {command}",
+        description="Install post-merge, post-checkout and post-rewrite hooks that run `hydrate`."
+        if installing else "Remove the hooks install-git-hooks added; your own hooks stay.")
     parser.add_argument("--workspace", default=None, help="repository (default: current directory)")
     args = parser.parse_args(list(argv))
     try:
         top = engine.resolve_workspace(args.workspace)
-        report = install(top)
-    except (HookError, engine.VaultError, OSError) as exc:
-        sys.stderr.write(f"echoes-lint install-git-hooks: {exc}\n")
+        if installing:
+            refuse_subfolder_vault(top, command)
+        report = install(top) if installing else uninstall(top)
+    except (HookError, SubfolderVault, engine.VaultError, OSError) as exc:
+        sys.stderr.write(f"echoes-lint {command}: {exc}\n")
         return 2
     sys.stdout.write("".join(f"{line}\n" for line in report))
     return 0
 
+
+def main(argv: Sequence[str]) -> int:
+    return _main(argv, True)
+
+
+def uninstall_main(argv: Sequence[str]) -> int:
+    return _main(argv, False)

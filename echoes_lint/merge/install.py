@@ -5,12 +5,14 @@ user) and the attribute line `EchoesVault/pages/*.md merge=echoes-vault` in the 
 `.gitattributes` (or `.git/info/attributes` with `--local-attributes`). Both steps are
 idempotent and leave other lines and keys alone.
 
-The driver command is `<this Python> -c '<run echoes_lint.cli>' merge-driver ...` with the
-interpreter's absolute path: Git runs drivers through `sh` with whatever PATH the calling program
-has (an IDE, a GUI client, a hook), where neither the `echoes-lint` console script nor an
-activated virtual environment can be relied on. The absolute interpreter works for venv, pipx,
-`--user` and system installs alike; after moving or deleting that environment, run install
-again.
+The driver command is a short `sh` script (`driver_command`) that runs `<this Python> -c '<run
+echoes_lint.cli>' merge-driver ...` with the interpreter's absolute path: Git runs drivers through
+`sh` with whatever PATH the calling program has (an IDE, a GUI client, a hook), where neither the
+`echoes-lint` console script nor an activated virtual environment can be relied on, and a PATH
+lookup could pick a program from the repository being merged. The absolute interpreter works
+for venv, pipx, `--user` and system installs alike. When it cannot run the driver (moved,
+deleted, echoes_lint uninstalled), the script merges with `git merge-file` and markers instead
+and says how to repair it: running install again, which also repairs a partial configuration.
 
 Uninstall removes only what install added: our keys (when they still hold our driver) and the
 attribute line in the files recorded at install time (`merge.echoes-vault.attributes` in the
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from echoes_lint import engine
-from echoes_lint.merge import ATTRIBUTES_LINE, DRIVER_NAME
+from echoes_lint.merge import ATTRIBUTES_LINE, DRIVER_NAME, SubfolderVault, refuse_subfolder_vault
 
 SECTION = f"merge.{DRIVER_NAME}"
 NAME_KEY = f"{SECTION}.name"
@@ -49,15 +51,70 @@ class InstallError(Exception):
 # `echoes_lint/` folder found there first: the command drops the current directory from sys.path.
 _INSTALLED_ONLY = ('import sys; sys.path[:] = [p for p in sys.path if p not in ("", ".")]; '
                    'from echoes_lint.cli import main; sys.exit(main())')
+# The driver's exit status for "conflict, markers written". Any other failure (the interpreter
+# is gone, echoes_lint no longer imports, an error) leaves %A untouched: Git would then record
+# "ours" alone, with no markers. The wrapper below tells the two apart and falls back to Git's own
+# text merge, so the other side is never silently dropped.
+CONFLICT_STATUS = 3
+# Git substitutes %O %A %B (temporary names), %L (a number), and %P %S %X %Y shell-quoted; an
+# older Git leaves %S %X %Y as they are (so `case` sees `%X`). The script holds no other `%`:
+# the interpreter's path has each `%` doubled, which Git turns back into one.
+_WRAPPER = (
+    "e={python}; o=%O a=%A b=%B l=%L p=%P s=%S x=%X y=%Y; "
+    'if [ -x "$e" ]; then "$e" -c {code} merge-driver --conflict-status {status} '
+    '--marker-size "$l" --names "$s" "$x" "$y" "$o" "$a" "$b" "$p"; c=$?; '
+    "case $c in 0) exit 0;; {status}) exit 1;; esac; "
+    'why="it failed with exit status $c"; else why="$e is missing"; fi; '
+    # An older Git: label as its own merge does when it named the merged branch (GITHEAD_<id>).
+    "case $x$y in *%[XY]*) s=base x=ours y=theirs; "
+    "if [ \"$(env | grep -c '^GITHEAD_')\" = 1 ]; then "
+    "x=HEAD y=$(env | sed -n 's/^GITHEAD_[0-9a-f]*=//p'); fi;; esac; "
+    'echo "echoes-lint merge-driver: $why; merged with git merge-file instead; run '
+    'echoes-lint install-merge-driver to repair the driver" >&2; '
+    'git merge-file -q --marker-size="$l" -L "$x" -L "$s" -L "$y" "$a" "$o" "$b" && exit 0; '
+    "exit 1"
+)
 
 
-def driver_command() -> str:
-    return (f"{shlex.quote(sys.executable)} -c {shlex.quote(_INSTALLED_ONLY)} merge-driver "
-            "--marker-size %L %O %A %B %P")
+def driver_command(python: Optional[str] = None) -> str:
+    """The `merge.echoes-vault.driver` value: this interpreter runs the driver; when it cannot
+    (moved, deleted, echoes_lint uninstalled), `git merge-file` merges with markers.
+
+    It names the interpreter by its absolute path and nothing else: looking `echoes-lint` or
+    `python3` up on PATH at merge time could pick a program from the repository being merged (a
+    relative PATH entry, direnv's `PATH_add bin`). A recreated environment at the same path
+    keeps working; after a move, `check` warns (EV090) and install records the new one.
+    """
+    interpreter = shlex.quote(python or sys.executable).replace("%", "%%")
+    return _WRAPPER.format(python=interpreter, code=shlex.quote(_INSTALLED_ONLY),
+                           status=CONFLICT_STATUS)
 
 
 def is_our_driver(value: str) -> bool:
     return " merge-driver " in value and "echoes" in value
+
+
+def recorded_interpreter(command: str) -> Optional[str]:
+    """The interpreter a recorded driver command runs (this version's wrapper or the bare
+    command of earlier versions), or None when the command is not ours or cannot be read."""
+    if not is_our_driver(command):
+        return None
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";")
+        first = next(iter(lexer), "")
+    except ValueError:
+        return None
+    if has_fallback(command):
+        if not first.startswith("e="):
+            return None
+        first = first[2:]
+    return first.replace("%%", "%") or None
+
+
+def has_fallback(command: str) -> bool:
+    """Whether a recorded command of ours falls back to `git merge-file` (earlier versions ran
+    the interpreter alone, so a missing one left "ours" without markers)."""
+    return f"--conflict-status {CONFLICT_STATUS} " in command
 
 
 def _git(top: Path, *args: str) -> Optional[str]:
@@ -141,7 +198,11 @@ def _config(top: Path, scope: str, *args: str) -> Optional[str]:
 
 
 def install(top: Path, scope: str, which: str) -> List[str]:
-    """Install the driver; returns one line per step for the person running it."""
+    """Install the driver; returns one line per step for the person running it. A partial
+    configuration (our section without a driver, which makes Git stop every merge of a page
+    with "custom merge driver ... lacks command line") and a recorded command that no longer
+    runs are repaired."""
+    refuse_subfolder_vault(top, "install-merge-driver")
     command = driver_command()
     current = _config(top, scope, "--get", DRIVER_KEY)
     if current is not None and current != command and not is_our_driver(current):
@@ -150,6 +211,16 @@ def install(top: Path, scope: str, which: str) -> List[str]:
             f"remove it with `git config {scope} --unset {DRIVER_KEY}` first")
     where = "global" if scope == "--global" else "local"
     report = []
+    if current is None and _config(top, scope, "--get-regexp", SECTION_KEYS) is not None:
+        report.append(f"{SECTION}: repaired a partial configuration (keys without "
+                      f"{DRIVER_KEY}, which makes Git stop merging pages)")
+    elif current is not None and current != command:
+        interpreter = recorded_interpreter(current)
+        if interpreter is not None and not os.access(interpreter, os.X_OK):
+            report.append(f"{DRIVER_KEY}: the recorded interpreter {interpreter} is missing")
+        elif not has_fallback(current):
+            report.append(f"{DRIVER_KEY}: the recorded command had no fallback to Git's "
+                          "text merge")
     for key, value in ((NAME_KEY, DRIVER_TITLE), (DRIVER_KEY, command)):
         if _config(top, scope, "--get", key) == value:
             report.append(f"{key}: already set ({where} config)")
@@ -167,7 +238,29 @@ def install(top: Path, scope: str, which: str) -> List[str]:
         if which == ".gitattributes":
             report.append("Commit .gitattributes to share the attribute; each clone still runs "
                           "`echoes-lint install-merge-driver` once for the config.")
+    report.append(f"The driver runs {sys.executable}; after moving or recreating that "
+                  "environment elsewhere, run `echoes-lint install-merge-driver` again "
+                  "(`echoes-lint check` warns with EV090; meanwhile pages merge with Git's text "
+                  "merge).")
+    version = git_version(top)
+    if version is not None and version < NAMES_SINCE:
+        report.append(f"Git {'.'.join(map(str, version))} does not pass branch names to merge "
+                      "drivers (Git 2.44 and later do): conflict markers name HEAD and the "
+                      "merged branch, or the replayed commit, as Git's own merge does.")
     return report
+
+
+# A POSIX extended regular expression for Git: only the dots need escaping (`\-`, which
+# re.escape writes, is undefined there).
+SECTION_KEYS = "^" + SECTION.replace(".", r"\.") + r"\."
+# The first Git that expands %S %X %Y in a driver's command line.
+NAMES_SINCE = (2, 44)
+
+
+def git_version(top: Path) -> Optional[Tuple[int, ...]]:
+    output = _git(top, "--version") or ""
+    found = re.search(r"(\d+)\.(\d+)", output)
+    return (int(found.group(1)), int(found.group(2))) if found else None
 
 
 def _records(top: Path) -> List[Tuple[str, str]]:
@@ -182,7 +275,7 @@ def _records(top: Path) -> List[Tuple[str, str]]:
 
 def _drop_empty_section(top: Path, scope: str) -> None:
     """`git config --unset` leaves an empty section header behind; remove it when it is ours."""
-    if _config(top, scope, "--get-regexp", "^" + re.escape(SECTION) + r"\.") is None:
+    if _config(top, scope, "--get-regexp", SECTION_KEYS) is None:
         _git(top, "config", scope, "--remove-section", SECTION)
 
 
@@ -233,7 +326,7 @@ def install_main(argv: Sequence[str]) -> int:
         top = repository_top(args.workspace)
         which = "info/attributes" if args.local_attributes else ".gitattributes"
         return _run(install(top, "--global" if args.global_ else "--local", which))
-    except (InstallError, OSError, UnicodeDecodeError) as exc:
+    except (InstallError, SubfolderVault, OSError, UnicodeDecodeError) as exc:
         sys.stderr.write(f"echoes-lint install-merge-driver: {exc}\n")
         return 2
 

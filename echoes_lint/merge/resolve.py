@@ -13,12 +13,14 @@ commits: it prints the `git add` commands for resolved files.
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from echoes_lint import engine
 from echoes_lint.cli import PROG
@@ -275,6 +277,133 @@ def describe_stages(stages: Sequence[int]) -> str:
     return "only on " + ("ours" if 2 in present else "theirs" if 3 in present else "the base")
 
 
+@dataclasses.dataclass(frozen=True)
+class Dropped:
+    """A change one side made that the resolved file does not hold: it keeps the base's or the
+    other side's version there (what Git leaves when a merge driver could not run)."""
+
+    side: str
+    key: Optional[str]
+    first: int
+    last: int
+    """Lines in that side's version (stage 2 or 3); for a key, its line there."""
+    kept: str
+    """`base` or the other side: whose version the file holds instead."""
+    sample: str = ""
+
+    def describe(self) -> str:
+        whose = "our" if self.side == "ours" else "their"
+        stage = 2 if self.side == "ours" else 3
+        if self.key is not None:
+            what = "comments before the first key" if self.key == HEAD else \
+                f"`{printable(self.key)}`"
+            place = f"{whose} change to {what} (line {self.first} of `:{stage}:`) is" \
+                if self.first else f"{whose} deletion of {what} is"
+        else:
+            lines = f"line {self.first}" if self.first == self.last else \
+                f"lines {self.first}-{self.last}"
+            place = f"{whose} {lines} of `:{stage}:`" + (
+                f" (`{self.sample}`)" if self.sample else "") + (
+                " is" if self.first == self.last else " are")
+        kept = {"base": "the base version", "ours": "our version", "theirs": "their version"}
+        return f"{place} absent: the file keeps {kept[self.kept]}"
+
+    def as_json(self) -> Dict[str, Any]:
+        return {"side": self.side, "key": self.key, "firstLine": self.first,
+                "lastLine": self.last, "kept": self.kept}
+
+
+_SIDES = ((2, "ours", 3, "theirs"), (3, "theirs", 2, "ours"))
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+Hunk = Tuple[int, int, int, int]
+"""(first base line, base line count, first side line, side line count), as `git diff -U0`."""
+
+
+def diff_hunks(top: Path, base: Optional[str], side: str, side_text: str) -> List[Hunk]:
+    """The changes from base to side, by Git's own diff of the two blobs (linear in practice,
+    where a pure-Python diff is quadratic); no base (an add/add conflict) is one added hunk.
+    External diff and textconv programs never run."""
+    if base is None:
+        return [(0, 0, 1, side_text.count("\n") + (not side_text.endswith("\n")))]
+    output = _git(top, ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+                        "-U0", base, side])
+    return [(int(a), int(b or 1), int(c), int(d or 1))
+            for a, b, c, d in (match.groups() for match in _HUNK.finditer(output))]
+
+
+def _written(lines: Sequence[str], first: int, count: int) -> List[str]:
+    """The non-blank lines `first` .. `first + count - 1` (1-based): blank lines say nothing
+    about which version a file holds."""
+    return [line for line in lines[first - 1:first - 1 + count] if line.strip()]
+
+
+def dropped_lines(top: Path, blobs: Dict[int, str], texts: Dict[int, str], current: str,
+                  skip: Dict[int, int]) -> List[Dropped]:
+    """Each side's changed lines that the resolved file reverted: none of the lines the change
+    wrote is in the file, and the file still holds every line it replaced, or the lines the other
+    side wrote in the same place. A reconciled rewrite (new text) is not a drop. Lines up to
+    `skip[stage]` (a page's frontmatter, compared key by key) are left out.
+
+    Linear in the sizes: hunks come sorted by base line, so the other side's hunks that overlap
+    one are found by bisection, and presence is a set lookup per line."""
+    present = set(current.replace("\r\n", "\n").split("\n"))
+    lines = {stage: text.split("\n") for stage, text in texts.items()}
+    base_lines = lines.get(1, [""])
+    hunks = {stage: diff_hunks(top, blobs.get(1), blobs[stage], texts[stage]) for stage in (2, 3)}
+    dropped = []
+    for stage, side, other_stage, other in _SIDES:
+        others = hunks[other_stage]
+        starts = [hunk[0] for hunk in others]
+        for start, count, first, length in hunks[stage]:
+            if first + length - 1 <= skip.get(stage, 0):
+                continue
+            wrote = _written(lines[stage], first, length)
+            replaced = _written(base_lines, start, count)
+            if (not wrote and not replaced) or any(line in present for line in wrote):
+                continue
+            kept = "base" if replaced and all(line in present for line in replaced) else None
+            # The other side's hunks that start before this one ends, walked back while they
+            # still reach into it (disjoint and sorted, so each overlap is met once per side).
+            index = bisect.bisect_right(starts, start + count) - 1
+            while kept is None and index >= 0 and sum(others[index][:2]) >= start:
+                _o_start, _o_count, o_first, o_length = others[index]
+                theirs = _written(lines[other_stage], o_first, o_length)
+                if theirs and all(line in present for line in theirs):
+                    kept = other
+                index -= 1
+            if kept is not None:
+                sample = printable(wrote[0][:60]) if wrote else ""
+                dropped.append(Dropped(side, None, first, max(first, first + length - 1), kept,
+                                       sample))
+    return dropped
+
+
+def dropped_keys(pages: Dict[int, Optional[Page]], current: Page,
+                 texts: Dict[int, str]) -> List[Dropped]:
+    """Frontmatter keys a side changed whose resolved value is the base's or the other side's."""
+    base = pages.get(1)
+    base_units = base.units if base is not None else {}
+    # Where each key starts on each side: the first line of its unit, found once per side.
+    starts = {stage: {line: number for number, line in reversed(list(enumerate(
+        texts[stage].split("\n"), 1)))} for stage in (2, 3)}
+    dropped = []
+    for stage, side, other_stage, other in _SIDES:
+        page, other_page = pages[stage], pages[other_stage]
+        if page is None or other_page is None:
+            continue
+        for key in dict.fromkeys([*base_units, *page.units]):
+            mine, before = page.units.get(key), base_units.get(key)
+            now = current.units.get(key)
+            if mine == before or now == mine:
+                continue
+            kept = "base" if now == before else other if now == other_page.units.get(key) \
+                else None
+            if kept is not None:
+                line = starts[stage].get(mine[0], 0) if mine else 0
+                dropped.append(Dropped(side, key, line, line, kept))
+    return dropped
+
+
 def _kind(path: str) -> str:
     kind = engine.classify_vault_path(path)
     return kind if kind in ("page", "daily") else "file"
@@ -296,6 +425,9 @@ class FileReport:
     more_bare: int = 0
     in_blocks: Covered = dataclasses.field(default_factory=lambda: Covered(()))
     """The lines of every conflict block, listed or not."""
+    dropped: List[Dropped] = dataclasses.field(default_factory=list)
+    accepted: bool = False
+    """`--accept-dropped` named this file: its dropped changes are intended."""
 
     def add_markers(self, text: str, markers: Sequence[Tuple[int, str]],
                     meta: Optional[engine.PageMeta]) -> None:
@@ -330,7 +462,8 @@ class FileReport:
     @property
     def clean(self) -> bool:
         markers = self.document.markers if self.document is not None else []
-        return not engine.has_protocol_conflict(markers) and not self.all_problems
+        return not engine.has_protocol_conflict(markers) and not self.all_problems \
+            and (self.accepted or not self.dropped)
 
     @property
     def shown(self) -> str:
@@ -372,6 +505,12 @@ class FileReport:
         if self.more_bare:
             out.append(f"{self.shown}: and {self.more_bare} more bare `=======` lines after "
                        f"line {self.bare[-1]}")
+        for drop in self.dropped[:MAX_PER_FILE]:
+            out.append(f"{self.shown}: {drop.describe()}"
+                       + (" (accepted)" if self.accepted else ""))
+        if len(self.dropped) > MAX_PER_FILE:
+            out.append(f"{self.shown}: and {len(self.dropped) - MAX_PER_FILE} more dropped "
+                       "changes")
         problems = self.problems
         for problem in problems[:MAX_PER_FILE]:
             out.append(f"{self.shown}:{problem.line}:{problem.col}: {problem.message} "
@@ -401,6 +540,8 @@ class FileReport:
             "moreFrontmatter": max(0, len(self.keys) - MAX_PER_FILE),
             "body": self.body,
             "notes": self.notes,
+            "dropped": [drop.as_json() for drop in self.dropped[:MAX_PER_FILE]],
+            "acceptedDropped": self.accepted,
             "problems": [{"line": p.line, "col": p.col, "kind": p.kind, "message": p.message}
                          for p in problems[:MAX_PER_FILE]],
             "moreProblems": max(0, len(problems) - MAX_PER_FILE),
@@ -440,7 +581,30 @@ def _compare_stages(report: FileReport, stage_texts: Dict[int, Optional[str]]) -
     report.keys, report.body = compare_sides(base, ours, theirs)
 
 
-def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
+def _find_dropped(top: Path, report: FileReport, blobs: Dict[int, str],
+                  contents: Dict[int, Optional[str]]) -> None:
+    """Fill `report.dropped` for a conflicted text file that no longer has markers."""
+    document = report.document
+    if 2 not in blobs or 3 not in blobs or document is None or document.text is None \
+            or document.markers:
+        return
+    texts = {stage: text for stage, text in contents.items() if text is not None}
+    if 2 not in texts or 3 not in texts or (1 in blobs and 1 not in texts):
+        return
+    skip: Dict[int, int] = {}
+    if report.kind == "page":
+        pages = {stage: split_page(text) for stage, text in texts.items()}
+        current = split_page(document.text)
+        if current is not None:
+            report.dropped += dropped_keys(pages, current, texts)
+        for stage, text in texts.items():
+            meta = engine.parse_frontmatter(text)
+            skip[stage] = meta.close_line or 0
+    report.dropped += dropped_lines(top, blobs, texts, document.text, skip)
+
+
+def collect(top: Path, scan: engine.Scan,
+            accepted: FrozenSet[str] = frozenset()) -> List[FileReport]:
     unmerged, gitlinks = unmerged_entries(top)
     documents = {document.path: document for document in scan.documents()}
     reports: Dict[str, FileReport] = {}
@@ -467,9 +631,13 @@ def collect(top: Path, scan: engine.Scan) -> List[FileReport]:
         read = report.document
         if read is not None and read.text is not None:
             report.add_markers(read.text, read.markers, read.meta)
-        if report.kind == "page" and path in unmerged:
-            _compare_stages(report, {stage: _text_of(blobs.get(blob))
-                                     for stage, blob in unmerged[path].items()})
+        if path in unmerged and path not in gitlinks:
+            contents = {stage: _text_of(blobs.get(blob))
+                        for stage, blob in unmerged[path].items()}
+            if report.kind == "page":
+                _compare_stages(report, contents)
+            _find_dropped(top, report, unmerged[path], contents)
+            report.accepted = path in accepted
     return [reports[path] for path in sorted(reports)]
 
 
@@ -491,15 +659,65 @@ def _headline(operation: Optional[str], reports: Sequence[FileReport]) -> str:
 
 _ADVICE = ("Reconcile each block, delete every marker line, keep valid frontmatter and an accurate "
            "summary, then run `echoes-lint resolve --check`.")
+_DROPPED_ADVICE = ("Bring each absent change back (`git show :2:PATH` is ours, `git show :3:PATH` "
+                   "theirs, `:1:` the base); if dropping it is intended, run `echoes-lint "
+                   "resolve --check --accept-dropped PATH`.")
+_CONTINUE = {"merge": "git merge --continue", "rebase": "git rebase --continue",
+             "cherry-pick": "git cherry-pick --continue", "revert": "git revert --continue",
+             "am": "git am --continue"}
+
+
+def sides_explained(top: Path, operation: Optional[str]) -> Optional[str]:
+    """Which side is "ours" during a rebase, where it is the other way round from a merge."""
+    if operation != "rebase":
+        return None
+    state = {}
+    for name in ("onto", "stopped-sha", "head-name"):
+        relative = engine.run_git(top, ["rev-parse", "--git-path", f"rebase-merge/{name}"])
+        try:
+            state[name] = (top / os.fsdecode((relative or b"").strip())).read_text(
+                encoding="utf-8", errors="replace").strip() if relative else ""
+        except OSError:
+            state[name] = ""
+    onto = f" ({printable(state['onto'][:7])})" if state["onto"] else ""
+    branch = state["head-name"].removeprefix("refs/heads/") if state["head-name"] else ""
+    commit = f" ({printable(state['stopped-sha'][:7])})" if state["stopped-sha"] else ""
+    mine = f"your commit from {printable(branch)}" if branch else "your commit"
+    return (f"During a rebase the sides are swapped: \"ours\" (HEAD) is the branch you rebase "
+            f"onto{onto} with the commits replayed so far, \"theirs\" is {mine} being replayed"
+            f"{commit}.")
+
+
+def other_conflicts(top: Path) -> int:
+    """Unmerged paths outside the vault: Git will not continue while they remain."""
+    output = _git(top, ["ls-files", "-u", "-z", "--", ".", f":(exclude){engine.VAULT_DIR}"])
+    return len({record.partition("\t")[2] for record in engine.split_nul(output)})
+
+
+def next_step(operation: Optional[str], reports: Sequence[FileReport],
+              others: int) -> Optional[str]:
+    """The command that finishes the operation once every vault file is resolved."""
+    if operation not in _CONTINUE or not all(report.clean for report in reports):
+        return None
+    if others:
+        return (f"Then resolve the {others} other conflicted file{'s' if others != 1 else ''} "
+                f"outside the vault and run: {_CONTINUE[operation]}")
+    return f"Then continue with: {_CONTINUE[operation]}"
 
 
 def render_concise(operation: Optional[str], reports: Sequence[FileReport], check: bool,
-                   card: Optional[str], note: Optional[str]) -> str:
+                   card: Optional[str], note: Optional[str], sides: Optional[str] = None,
+                   then: Optional[str] = None) -> str:
     out = [_headline(operation, reports)]
+    if sides:
+        out.append(sides)
     for report in reports:
         out += report.lines()
-    if any(not report.clean for report in reports):
+    if any(not report.clean and (not report.dropped or report.blocks or report.problems)
+           for report in reports):
         out.append(_ADVICE)
+    if any(report.dropped and not report.accepted for report in reports):
+        out.append(_DROPPED_ADVICE)
     commands = [report.stage_command for report in reports if report.stage_command]
     if note:
         out.append(note)
@@ -510,14 +728,18 @@ def render_concise(operation: Optional[str], reports: Sequence[FileReport], chec
         text += "\nResolved; stage with:\n" + "".join(f"  {command}\n" for command in commands)
     elif check and not any(report.stages for report in reports):
         text += "\nNothing to stage.\n"
+    if then:
+        text += then + "\n"
     return text
 
 
 def render_json(operation: Optional[str], reports: Sequence[FileReport], check: bool,
-                hydrate_state: Optional[Dict[str, Any]], integrity: Optional[str]) -> str:
+                hydrate_state: Optional[Dict[str, Any]], integrity: Optional[str],
+                continue_command: Optional[str] = None) -> str:
     document = {
         "ok": all(report.clean for report in reports),
         "operation": operation,
+        "continueCommand": continue_command,
         "check": check,
         "files": [report.as_json() for report in reports],
         "stageCommands": [report.stage_command for report in reports if report.stage_command],
@@ -536,13 +758,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check", action="store_true",
                         help="exit 1 while markers or invalid frontmatter remain; then hydrate")
     parser.add_argument("--output-format", choices=("concise", "json"), default="concise")
+    parser.add_argument("--accept-dropped", action="append", default=[], metavar="PATH",
+                        help="PATH drops a side's change on purpose (repeatable)")
     return parser
 
 
-def run(top: Path, check: bool, output_format: str) -> int:
+def run(top: Path, check: bool, output_format: str, accepted: Sequence[str] = ()) -> int:
     operation = operation_in_progress(top)
     scan = engine.scan_workspace(top)
-    reports = collect(top, scan)
+    reports = collect(top, scan, frozenset(_relative(top, path) for path in accepted))
     clean = all(report.clean for report in reports)
     card = note = integrity = None
     hydrate_state: Optional[Dict[str, Any]] = None
@@ -563,15 +787,28 @@ def run(top: Path, check: bool, output_format: str) -> int:
             note = skipped
         report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
         card, integrity = engine.status_card(report, PROG), report["health"]["integrity"]
+    then = next_step(operation, reports, other_conflicts(top)) if operation else None
     if output_format == "json":
-        output = render_json(operation, reports, check, hydrate_state, integrity)
+        command = _CONTINUE[operation] if then and operation else None
+        output = render_json(operation, reports, check, hydrate_state, integrity, command)
     else:
-        output = render_concise(operation, reports, check, card, note)
+        output = render_concise(operation, reports, check, card, note,
+                                sides_explained(top, operation), then)
     # A file name that is not UTF-8 is held as lone surrogates: JSON gets its `\udcXX` escape,
     # whatever the locale's encoding.
     sys.stdout.buffer.write(output.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
     return status
+
+
+def _relative(top: Path, path: str) -> str:
+    """A path as given (relative to the current directory, absolute, or relative to the
+    repository when the current directory is outside it) as Git names it."""
+    absolute = os.path.normpath(os.path.join(os.getcwd(), path))
+    relative = os.path.relpath(absolute, top)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return Path(os.path.normpath(path)).as_posix()  # repository-relative, from elsewhere
+    return Path(relative).as_posix()
 
 
 def main(argv: Sequence[str]) -> int:
@@ -580,7 +817,7 @@ def main(argv: Sequence[str]) -> int:
         top = engine.resolve_workspace(args.workspace)
         if engine.run_git(top, ["rev-parse", "--show-toplevel"]) is None:
             raise ResolveError(f"not inside a Git work tree: {top}")
-        return run(top, args.check, args.output_format)
+        return run(top, args.check, args.output_format, args.accept_dropped)
     except (ResolveError, engine.VaultError) as exc:
         sys.stderr.write(f"echoes-lint resolve: {exc}\n")
         return 2

@@ -20,6 +20,7 @@ from echoes_lint.rules import (
     gates,
     links,
     marker,
+    mergedriver,
     names,
     symlinks,
     tracked,
@@ -66,13 +67,14 @@ FAMILIES: tuple[Family, ...] = tuple((codes, _capped(check)) for codes, check in
     (links.CODES, links.check),
     (daily.CODES, daily.check),
     (gates.CODES, gates.check),
+    (mergedriver.CODES, mergedriver.check),
 ))
 
 # Facts about the repository as a whole: reported whatever files a hook passes.
 REPOSITORY_CODES = frozenset({"EV020", "EV021", "EV030", "EV041", "EV045", "EV046"})
 # Rules that need Git (beyond knowing where the repository root is).
 GIT_CODES = frozenset({"EV020", "EV021", "EV022", "EV030", "EV031", "EV032", "EV033", "EV046",
-                       "EV060"})
+                       "EV060", *mergedriver.CODES})
 
 __all__ = ["FAMILIES", "GIT_CODES", "MAX_PER_FILE", "REPOSITORY_CODES", "Context", "Family",
            "capped"]
