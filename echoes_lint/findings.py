@@ -23,6 +23,24 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, col) up to, not including, (end_line, end_col) with
+    `content`. Lines and columns are 1-based and count the characters of the file's text with
+    its line breaks read as `\\n`, as findings do; ruff's json `edits` carry the same fields."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+# How an automatic fix may be applied: `safe` with `--fix`, `unsafe` only with `--unsafe-fixes`.
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem at one place. `path` is workspace-relative and POSIX; line and col are 1-based."""
 
@@ -34,6 +52,12 @@ class Finding:
     severity: Severity
     fix: Optional[str] = None
     """An exact command or edit that fixes the finding, when one exists."""
+    edit: Optional[Edit] = None
+    """The text edit `check --fix` applies, when the fix is an edit of this file."""
+    command: Optional[tuple[str, ...]] = None
+    """The `git` arguments `check --fix` runs, when the fix is a Git command."""
+    applicability: Optional[str] = None
+    """`SAFE` or `UNSAFE` when `edit` or `command` is set: whether `--fix` applies it alone."""
 
     @property
     def name(self) -> str:
@@ -54,6 +78,20 @@ class Rule:
     severity: Severity
     summary: str
     explanation: str
+    fix_applicability: Optional[str] = None
+    """`SAFE` or `UNSAFE` when `check --fix` can fix findings of this rule, else None."""
+    fix_always: bool = False
+    """Whether every finding has the automatic fix, or only some (ruff's "always/sometimes")."""
+
+    @property
+    def fix_availability(self) -> str:
+        """The line `echoes-lint rule` and the docs print about automatic fixes ("" without)."""
+        if self.fix_applicability is None:
+            return ""
+        when = "always" if self.fix_always else "sometimes"
+        how = ("`echoes-lint check --fix` applies it" if self.fix_applicability == SAFE
+               else "only `echoes-lint check --fix --unsafe-fixes` applies it")
+        return f"Fix is {when} available ({self.fix_applicability}: {how})."
 
     @property
     def url(self) -> str:
@@ -61,12 +99,14 @@ class Rule:
 
     def document(self) -> str:
         """The rule's Markdown page: what `echoes-lint rule CODE` prints and docs/rules holds."""
+        fix = f"\n{self.fix_availability}\n" if self.fix_applicability else ""
         return (f"# {self.code} {self.name} ({self.severity.value})\n\n{self.summary}\n\n"
-                f"{self.explanation}\n")
+                f"{self.explanation}\n{fix}")
 
 
-def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
-    return Rule(code, name, severity, summary, explanation.strip())
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str,
+          fix: Optional[str] = None, always: bool = False) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip(), fix, always)
 
 
 _E = Severity.ERROR
@@ -83,7 +123,8 @@ A `<<<<<<<`, `|||||||`, `=======` or `>>>>>>>` block left behind by a merge, reb
 cherry-pick. Protocol engines refuse to write or index a page that contains one.
 
 Fix: reconcile both sides, delete every marker line, keep valid frontmatter, then run
-`echoes-lint resolve --check`.
+`echoes-lint resolve --check`. `check --fix` never touches a conflict: `echoes-lint resolve`
+helps reconcile it.
 """,
         ),
         _rule(
@@ -94,7 +135,10 @@ In Markdown this is usually a setext heading underline, but every Protocol 1.0.0
 a bare `=======` line as a conflict marker and refuses the page.
 
 Fix: use an ATX heading (`# Title`) or an underline of a different length (`========`).
-""",
+`check --fix` lengthens the line to `========` only where it underlines a plain paragraph line
+(a setext heading, which renders the same with any number of `=`); elsewhere (after a blank
+line, in a list, quote or code block) the line is text, and the fix is left to you.
+""", SAFE,
         ),
         _rule(
             "EV010", "frontmatter-missing", _E,
@@ -102,12 +146,18 @@ Fix: use an ATX heading (`# Title`) or an underline of a different length (`====
             """
 Every knowledge page must begin (after leading blank lines) with a `---` line opening the
 frontmatter block that holds `type`, `stack`, `status` and `summary`.
-""",
+
+`check --fix` removes a UTF-8 byte-order mark before the opening `---` and blanks after it:
+YAML tools already read that line as the delimiter.
+""", SAFE,
         ),
         _rule(
             "EV011", "frontmatter-unclosed", _E,
             "The frontmatter block has no closing `---` line.",
-            "Add a line that is exactly `---` after the last frontmatter key.",
+            """
+Add a line that is exactly `---` after the last frontmatter key. `check --fix` removes the
+blanks after a closing `---`, the usual cause, which YAML tools already read as the delimiter.
+""", SAFE,
         ),
         _rule(
             "EV012", "frontmatter-empty", _E,
@@ -117,7 +167,10 @@ frontmatter block that holds `type`, `stack`, `status` and `summary`.
         _rule(
             "EV014", "frontmatter-duplicate-key", _E,
             "A frontmatter key appears twice.",
-            "Duplicate top-level keys are invalid. Keep one and delete the other.",
+            """
+Duplicate top-level keys are invalid. Keep one and delete the other. `check --fix` deletes a
+later line that repeats an earlier one exactly (same key, same value, no indented lines).
+""", SAFE,
         ),
         _rule(
             "EV015", "frontmatter-missing-key", _E,
@@ -161,7 +214,8 @@ The index is generated locally from page frontmatter and must never be committed
 branches would conflict on it constantly.
 
 Fix: `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is already ignored).
-""",
+`check --fix` runs it.
+""", SAFE, True,
         ),
         _rule(
             "EV021", "tracked-local-state", _E,
@@ -170,8 +224,8 @@ Fix: `git rm --cached -- EchoesVault/index.md` (the file stays on disk; it is al
 `.echoes-vault/state.json`, `.echoes-vault/lock`, `.opencode/echoes-state.json` and
 `.codex/echoes-vault-state.json` are local bookkeeping, not knowledge.
 
-Fix: `git rm --cached -- <path>`.
-""",
+Fix: `git rm --cached -- <path>` (the file stays on disk). `check --fix` runs it.
+""", SAFE, True,
         ),
         _rule(
             "EV022", "untracked-durable-file", _W,
@@ -181,7 +235,8 @@ Durable knowledge only reaches the team when it is committed. The protocol files
 needs (the marker, the portable runtime, the agent adapters) are reported the same way.
 
 Fix: `git add -- <path>`, or `git add -f -- <path>` when an ignore rule hides it.
-""",
+`check --fix` runs it; a tracked file that an ignore rule matches needs the rule changed.
+""", SAFE,
         ),
         _rule(
             "EV030", "case-collision", _E,
@@ -220,8 +275,9 @@ Protocol engines select pages by a case-insensitive `.md` suffix and index `Note
 `[[Notes]]`, but writers address `Notes.MD.md` when asked for `Notes.MD`, and case-sensitive
 tools (globs such as `*.md`, Git attributes, the Action's path filters) skip the page.
 
-Fix: `git mv` it to the same stem with `.md`.
-""",
+Fix: `git mv` it to the same stem with `.md`. `check --fix --unsafe-fixes` runs it for a
+tracked page when no file has that name: the file name is the page's identity.
+""", UNSAFE,
         ),
         _rule(
             "EV034", "unaddressable-page-name", _E,
@@ -408,6 +464,17 @@ Engines trim surrounding whitespace before looking for conflict markers, so a la
 
 Fix: delete the line, or make it a heading of another form.
 """,
+        ),
+        _rule(
+            "EV080", "deprecated-page-banner", _W,
+            "A page with `status: deprecated` whose body does not begin with the banner.",
+            """
+Spec 7.5: a deprecated page should begin its body with `> [!warning] DEPRECATED`, so that a
+reader who opens it (not only the index) sees it is obsolete, and link to its replacement.
+
+Fix: put `> [!warning] DEPRECATED` on the first line of the body. `check --fix` inserts it,
+followed by a blank line, before the first body line.
+""", SAFE, True,
         ),
     )
 }

@@ -5,12 +5,13 @@ the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import Finding, Severity
+from echoes_lint.findings import UNSAFE, Finding, Severity
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
 NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-name": "EV034"}
@@ -67,7 +68,12 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
         if target in ("", ".md", name):
             return ctx.finding(code, document.path, 1, 1, f"{note.message}; rename it")
         fix = _move(ctx, document.path, PAGES_PREFIX + target)
-        return ctx.finding(code, document.path, 1, 1, f"{note.message}; run `{fix}`", fix)
+        finding = ctx.finding(code, document.path, 1, 1, f"{note.message}; run `{fix}`", fix)
+        if code != "EV033" or document.path not in ctx.index:
+            return finding
+        # Renaming changes the page's identity (its file name): only with --unsafe-fixes.
+        return dataclasses.replace(finding, applicability=UNSAFE, command=(
+            "mv", "--", ctx.path(document.path), ctx.path(PAGES_PREFIX + target)))
     normalized = engine.normalize_page_name(name)
     if normalized != name:
         fix = _move(ctx, document.path, PAGES_PREFIX + normalized)
