@@ -2,7 +2,10 @@
 
 Each hook checks the files pre-commit passes (none at all is fine: `always_run` hooks still check
 the repository-wide facts from the Git index), prints findings as `path:line:col: CODE message`
-with the exact fix command, and never changes the repository.
+with the exact fix command, and never changes the repository, except `echoes-lint-fix`: it
+applies the safe page fixes of `check --fix` to the files and fails when it changed one (the
+pre-commit convention for fixers). It never touches Git's index: pre-commit owns it while a hook
+runs, so index fixes stay printed commands.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Optional
 from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
 from echoes_lint.checker import NoVault, exit_code, run_checks
 from echoes_lint.config import load_config
+from echoes_lint.findings import Finding
+from echoes_lint.fix import run_fixes
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
 HOOKS: dict[str, tuple[str, ...]] = {
@@ -23,7 +28,9 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "echoes-frontmatter": ("EV01", "EV07"),
     "echoes-forbid-local-files": ("EV020", "EV021"),
     "echoes-case-collisions": ("EV030",),
+    "echoes-lint-fix": (),
 }
+FIX_HOOK = "echoes-lint-fix"
 
 
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
@@ -40,16 +47,24 @@ def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
 def _hook(hook_id: str, args: argparse.Namespace) -> int:
     workspace = Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
+    fixed: list[Finding] = []
     try:
-        result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
-                            config=config, select=HOOKS[hook_id])
+        if hook_id == FIX_HOOK:
+            outcome = run_fixes(workspace, git_fixes=False, vault_dir=args.vault_dir,
+                                paths=args.filenames, config=config)
+            result, fixed = outcome.result, outcome.fixed
+            for problem in outcome.problems:
+                sys.stderr.write(f"echoes-lint: {problem}\n")
+        else:
+            result = run_checks(workspace, vault_dir=args.vault_dir, paths=args.filenames,
+                                config=config, select=HOOKS[hook_id])
     except NoVault as exc:
         if exc.configured:  # by --vault-dir or `vault-dir`: the vault is expected, and missing
             raise
         return 0  # a repository without a vault (yet) has nothing for these hooks to check
-    if result.findings:
-        write_text(render_result(result, "concise"), None)
-    return exit_code(result.findings, result.config.fail_on)
+    if result.findings or fixed:
+        write_text(render_result(result, "concise", fixed=fixed, show_fixes=bool(fixed)), None)
+    return 1 if fixed else exit_code(result.findings, result.config.fail_on)
 
 
 def lint_main(argv: Optional[list[str]] = None) -> int:
@@ -70,3 +85,7 @@ def forbid_local_files_main(argv: Optional[list[str]] = None) -> int:
 
 def case_collisions_main(argv: Optional[list[str]] = None) -> int:
     return run_hook("echoes-case-collisions", argv)
+
+
+def fix_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook(FIX_HOOK, argv)

@@ -16,7 +16,7 @@ from test_action import runner  # noqa: F401  (the session's installed action)
 from echoes_lint.precommit import HOOKS
 
 HOOK_SCRIPTS = ("echoes-lint-hook", "echoes-conflict-markers", "echoes-frontmatter",
-                "echoes-forbid-local-files", "echoes-case-collisions")
+                "echoes-forbid-local-files", "echoes-case-collisions", "echoes-lint-fix")
 
 
 def plant_runtime(root: Path, sentinel: Path) -> None:

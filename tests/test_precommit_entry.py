@@ -19,6 +19,7 @@ SCRIPTS = {
     "echoes-frontmatter": "echoes-frontmatter",
     "echoes-forbid-local-files": "echoes-forbid-local-files",
     "echoes-case-collisions": "echoes-case-collisions",
+    "echoes-lint-fix": "echoes-lint-fix",
 }
 STAGES = ["pre-commit", "pre-merge-commit", "pre-push", "manual"]
 
