@@ -28,9 +28,12 @@ from echoes_lint.rules.edits import apply_edits
 
 # Codes whose fixes edit the file they are found in (rules of the file's own text).
 EDIT_CODES = frozenset({"EV002", "EV010", "EV011", "EV014", "EV080"})
-# A fixed point is normally reached in one or two passes; this bounds a fix that keeps
-# producing new edits, or a file that an agent keeps changing under the fixer.
+# A fixed point is normally reached in one or two passes; these bound a fix that keeps producing
+# new edits, or a file that an agent keeps changing under the fixer. One edit can reveal the next
+# problem of the same file (engines stop at a frontmatter's first problem): edits of one text,
+# made in memory, get more passes than whole checks of the vault.
 MAX_PASSES = 4
+MAX_TEXT_PASSES = 8
 
 
 @dataclass
@@ -134,7 +137,7 @@ def _plan(result: CheckResult, relative: str, data: bytes,
         return None
     fixed: list[Finding] = []
     current = text
-    for _ in range(MAX_PASSES):
+    for _ in range(MAX_TEXT_PASSES):
         found = [finding for finding in recheck_text(result, relative, current, EDIT_CODES)
                  if finding.edit is not None and applicable(finding, unsafe)]
         edited = apply_edits(current, [finding.edit for finding in found if finding.edit])
