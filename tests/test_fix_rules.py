@@ -167,7 +167,7 @@ def test_fixes_reach_a_fixed_point_in_one_run(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stdout
     assert (repo / PAGES / "many.md").read_text(encoding="utf-8") == after
     assert shown.stdout == (
-        "Fixed 5 errors:\n"
+        "Fixed 4 errors and 1 warning:\n"
         f"- {PAGES}/many.md:\n"
         "    2 × EV010 (frontmatter-missing)\n"
         "    1 × EV011 (frontmatter-unclosed)\n"

@@ -55,15 +55,19 @@ def _plural(count: int, noun: str) -> str:
 def summary_line(findings: Sequence[Finding], fixed: Sequence[Finding] = ()) -> str:
     """`Found 3 errors and 1 warning.`, or `All checks passed!` when there is nothing. After
     `--fix`, the findings before it with ruff's `(2 fixed, 2 remaining)`."""
-    found = [*findings, *fixed]
-    errors = sum(1 for finding in found if finding.severity is Severity.ERROR)
-    warnings = len(found) - errors
-    parts = [_plural(count, noun) for count, noun in ((errors, "error"), (warnings, "warning"))
-             if count]
-    if not parts:
+    found = _counted([*findings, *fixed])
+    if not found:
         return "All checks passed!"
     counts = f" ({len(fixed)} fixed, {len(findings)} remaining)" if fixed else ""
-    return f"Found {' and '.join(parts)}{counts}."
+    return f"Found {found}{counts}."
+
+
+def _counted(findings: Sequence[Finding]) -> str:
+    """`3 errors and 1 warning`, or "" for none."""
+    errors = sum(1 for finding in findings if finding.severity is Severity.ERROR)
+    warnings = len(findings) - errors
+    return " and ".join(_plural(count, noun) for count, noun
+                        in ((errors, "error"), (warnings, "warning")) if count)
 
 
 def fixes_table(fixed: Sequence[Finding]) -> str:
@@ -73,7 +77,7 @@ def fixes_table(fixed: Sequence[Finding]) -> str:
     per_file: dict[str, Counter[str]] = {}
     for finding in fixed:
         per_file.setdefault(finding.path, Counter())[finding.code] += 1
-    lines = [f"Fixed {_plural(len(fixed), 'error')}:\n"]
+    lines = [f"Fixed {_counted(fixed)}:\n"]
     for path in sorted(per_file):
         lines.append(f"- {path}:\n")
         lines += [f"    {count} × {code} ({RULES[code].name})\n"
