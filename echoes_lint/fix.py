@@ -110,6 +110,7 @@ def _fix_files(result: CheckResult, paths: set[str], unsafe: bool, dry_run: bool
             outcome.diffs.append(unified_diff(shown, data.decode("utf-8"), content))
             outcome.fixed += fixed
             continue
+        engine.crash_point("fix:read")  # a test stops here to change the file under the fix
         context = engine.Context(result.scan.workspace, None, None, sys.stdin.buffer)
         try:
             written = engine.fix_file(context, relative, hashlib.sha256(data).hexdigest(),
