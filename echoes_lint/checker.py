@@ -78,7 +78,7 @@ class CheckResult:
 
 
 def _printable_finding(finding: Finding) -> Finding:
-    # `edit` and `command` stay as they are: `check --fix` applies them, nobody reads them raw.
+    # `edit` and `command` stay as they are: `check --fix` applies them to the real path.
     return replace(finding, path=printable(finding.path), message=printable(finding.message),
                    fix=None if finding.fix is None else printable(finding.fix))
 

@@ -3880,9 +3880,9 @@ def fix_file(ctx: Context, relative: str, before: str, content: str) -> bool:
         if digest(current_bytes(ctx.workspace, relative)) != before:
             return False
         changes.put(relative, content)
-        name = relative.rpartition("/")[2]
-        if intent_target_kind(relative) == "page":
-            entries = prospective_pages(read_pages(ctx.workspace), {name: content})
+        if intent_target_kind(relative) == "page":  # a page a writer could address
+            entries = prospective_pages(read_pages(ctx.workspace),
+                                        {relative.rpartition("/")[2]: content})
             with contextlib.suppress(VaultError):  # an invalid page set keeps the old index
                 plan_index(changes, entries)
         changes.commit("fix")

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from echoes_lint import engine
@@ -53,7 +54,7 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
     return finding.applicability == SAFE or (unsafe and finding.applicability == UNSAFE)
 
 
-def run_fixes(workspace: Any, *, unsafe: bool = False, dry_run: bool = False,
+def run_fixes(workspace: Path, *, unsafe: bool = False, dry_run: bool = False,
               git_fixes: bool = True, **check: Any) -> FixOutcome:
     """Fix what the check of `workspace` (`run_checks` keyword arguments in `check`) finds.
 

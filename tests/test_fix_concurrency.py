@@ -99,3 +99,22 @@ def test_a_file_changed_by_hand_under_the_fix_is_never_overwritten(tmp_path: Pat
     code, stdout, _stderr = finish(fixer)
     assert (code, stdout) == (0, "All checks passed!\n")
     assert page.read_text(encoding="utf-8") == edited
+
+
+def test_a_fix_killed_between_the_page_and_the_index_is_completed_by_the_next_writer(
+        tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    page = write(repo, f"{PAGES}/race.md", BEFORE)
+    commit(repo, "page")
+    killed = subprocess.run([sys.executable, "-m", "echoes_lint", "check", "--fix"], cwd=repo,
+                            capture_output=True, text=True, check=False, timeout=60,
+                            env={**os.environ, engine.CRASH_ENV: "fix:1"})
+    assert killed.returncode == -signal.SIGKILL
+    # The page was replaced, the index not yet: the change set is recorded in the intent.
+    assert page.read_text(encoding="utf-8") == FIXED
+    assert (repo / ".echoes-vault" / "intent.json").is_file()
+    assert not (repo / "EchoesVault" / "index.md").exists()
+    recovered = ok(cli(repo, "rebuild-index"))
+    assert recovered["rebuilt"] is False  # the roll-forward already wrote the recorded index
+    assert "- [[race]]: S\n" in (repo / "EchoesVault" / "index.md").read_text(encoding="utf-8")
+    assert not (repo / ".echoes-vault" / "intent.json").exists()
