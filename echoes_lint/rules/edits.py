@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Optional
+from typing import Callable, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Edit
@@ -41,28 +41,44 @@ def body_start(meta: Optional[engine.PageMeta]) -> Optional[int]:
     return meta.close_line
 
 
-def setext_underline(lines: Sequence[str], number: int, first_body: int) -> Optional[Edit]:
-    """EV002: lengthen a bare `=======` on line `number` when it underlines a plain paragraph,
-    a setext heading that renders the same with any number of `=`. After a blank line, a list,
-    a quote or inside code the line is text, and lengthening it would change that text."""
-    index = number - 1
+def setext_underlines(lines: Sequence[str], first_body: int) -> Callable[[int], Optional[Edit]]:
+    """EV002: for a bare `=======` on a given line, the edit that lengthens it when it underlines
+    a plain paragraph, a setext heading that renders the same with any number of `=`; None after
+    a blank line, a list, a quote or inside code, where the line is text and lengthening it would
+    change that text. Code fences are found once, so a page of many separators stays linear."""
+    fenced = _fenced(lines, first_body)
+
+    def underline(number: int) -> Optional[Edit]:
+        index = number - 1
+        if index in fenced:
+            return None
+        start = index
+        while start > first_body and lines[start - 1].strip():
+            start -= 1
+            if _NOT_PLAIN.match(lines[start]) or "|" in lines[start]:
+                return None
+        return Edit(number, 8, number, 8, "=") if start < index else None
+
+    return underline
+
+
+def _fenced(lines: Sequence[str], first_body: int) -> set[int]:
+    """0-based indexes of the lines inside fenced code blocks (and of their fences)."""
+    fenced: set[int] = set()
     fence: Optional[str] = None
-    for line in lines[first_body:index]:
-        opened = _FENCE.match(line)
-        if fence is None and opened:
-            fence = opened.group(1)
-        elif fence is not None and opened and opened.group(1).startswith(fence[0] * len(fence)) \
+    for index in range(first_body, len(lines)):
+        line = lines[index]
+        opened = _FENCE.match(line) if "```" in line or "~~~" in line else None
+        if fence is None:
+            if opened:
+                fence = opened.group(1)
+                fenced.add(index)
+            continue
+        fenced.add(index)
+        if opened and opened.group(1).startswith(fence[0] * len(fence)) \
                 and not line.strip().strip(fence[0]):
             fence = None
-    if fence is not None:
-        return None
-    start = index
-    while start > first_body and lines[start - 1].strip():
-        start -= 1
-    paragraph = lines[start:index]
-    if not paragraph or any(_NOT_PLAIN.match(line) or "|" in line for line in paragraph):
-        return None
-    return Edit(number, 8, number, 8, "=")
+    return fenced
 
 
 def byte_order_mark(text: str) -> Optional[Edit]:

@@ -35,6 +35,7 @@ KIND_CODES = {
     "summary-index-row": "EV076",
 }
 BINARY = "EV077"
+FIXABLE = ("EV010", "EV011", "EV014")  # delimiters spoiled by a byte-order mark or blanks, a repeated key
 TRIMMED_MARKER = "EV078"
 CODES = frozenset({*KIND_CODES.values(), BINARY, TRIMMED_MARKER})
 
@@ -70,6 +71,7 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Iterator[Finding]:
     spans = Covered(conflict_spans(document.markers))
+    lines: Optional[list[str]] = None
     marker_lines = {line for line, _kind in document.markers}
     for problem in (*meta.problems, *meta.notes):
         if problem.kind == "conflict-marker":
@@ -87,7 +89,11 @@ def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Ite
         how = _HOW.get(code)
         finding = ctx.finding(code, document.path, problem.line, problem.col,
                               f"{problem.message}; {how}" if how else problem.message)
-        lines = edits.lines_of(document.text or "")
+        if code not in FIXABLE:
+            yield finding
+            continue
+        if lines is None:  # split once per page, and only for a fixable problem
+            lines = edits.lines_of(document.text or "") or []
         edit = _edit(code, problem, document.text or "", lines, meta) if lines else None
         yield finding if edit is None else dataclasses.replace(
             finding, edit=edit[0], applicability=SAFE, fix=edit[1])
