@@ -255,7 +255,10 @@ Knowledge pages are `.md` files directly inside `EchoesVault/pages/`; other file
 that Windows cannot check out (reserved names such as `CON`, a trailing dot or space, or one of
 `<>:"|?*`) are reported as warnings. Hidden pages, `.MD` suffixes and names writers refuse are
 EV032-EV034.
-""",
+
+`check --fix --unsafe-fixes` runs the `git mv` of a tracked file (a stray file to `assets/`, a
+name to NFC): a file name is a page's identity.
+""", UNSAFE,
         ),
         _rule(
             "EV032", "hidden-page", _E,
@@ -264,8 +267,9 @@ EV032-EV034.
 Protocol engines index `pages/.name.md` like any page, but writers refuse to address a hidden
 name (no `hash`, no `upsert`), and editors, file browsers and many tools hide it.
 
-Fix: `git mv` it to the same name without the leading dots.
-""",
+Fix: `git mv` it to the same name without the leading dots. `check --fix --unsafe-fixes` runs
+it for a tracked page: the file name is the page's identity.
+""", UNSAFE,
         ),
         _rule(
             "EV033", "page-suffix-case", _E,

@@ -82,6 +82,33 @@ def test_a_suffix_rename_is_unsafe(tmp_path: Path) -> None:
     assert not (repo / PAGES / "Notes.MD").exists()
 
 
+@pytest.mark.parametrize(("code", "source", "target"), [
+    ("EV032", f"{PAGES}/.hidden.md", f"{PAGES}/hidden.md"),
+    ("EV031", f"{PAGES}/picture.png", "EchoesVault/assets/picture.png"),
+    ("EV031", f"{PAGES}/Cafe\u0301.md", f"{PAGES}/Caf\u00e9.md"),
+])
+def test_other_renames_are_unsafe_too(tmp_path: Path, code: str, source: str,
+                                      target: str) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, source, page())
+    commit(repo, "file")
+    assert lint(repo, "--fix").returncode == 1
+    assert (repo / source).is_file()
+    unsafe = lint(repo, "--fix", "--unsafe-fixes")
+    assert (unsafe.returncode, unsafe.stdout) == (0, "Found 1 error (1 fixed, 0 remaining).\n")
+    assert git(repo, "ls-files", "-z", "--", target).split("\0")[0] == target
+    assert (repo / target).is_file()
+
+
+def test_an_untracked_file_is_never_renamed(tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/Notes.MD", page())
+    result = lint(repo, "--fix", "--unsafe-fixes", "--select", "EV033")
+    assert result.returncode == 1
+    assert (repo / PAGES / "Notes.MD").is_file()
+    assert "mv -- EchoesVault/pages/Notes.MD EchoesVault/pages/Notes.md" in result.stdout
+
+
 def test_unfixable_findings_stay_untouched_and_exit_1(tmp_path: Path) -> None:
     repo = vault_repo(tmp_path / "repo")
     write(repo, f"{PAGES}/merge.md", page(body="<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n"))
@@ -161,8 +188,8 @@ def test_rule_explains_whether_a_fix_is_available(tmp_path: Path, code: str, lin
 
 def test_rules_without_a_fix_say_nothing_about_one() -> None:
     fixable = {code for code, rule in RULES.items() if rule.fix_applicability}
-    assert fixable == {"EV002", "EV010", "EV011", "EV014", "EV020", "EV021", "EV022", "EV033",
-                       "EV080"}
+    assert fixable == {"EV002", "EV010", "EV011", "EV014", "EV020", "EV021", "EV022", "EV031",
+                       "EV032", "EV033", "EV080"}
     assert "Fix is" not in RULES["EV001"].document()
 
 
