@@ -3869,26 +3869,6 @@ def plan_daily_entry(changes: ChangeSet, kind: str, agent: Optional[str], body: 
             return relative
 
 
-def fix_file(ctx: Context, relative: str, before: str, content: str) -> bool:
-    """Replace the vault Markdown file `relative` with `content` (a linter fix), under the
-    lock and only if its bytes still hash to `before` (SHA-256): the file as the fix read it.
-    Unlike `upsert`, the file may be invalid before and after (a fix repairs one problem at a
-    time), so a page is not validated; the index is rebuilt, in the same change set, whenever
-    the prospective pages make a valid one (a writer never writes an invalid index). Returns
-    False, changing nothing, when the file changed since it was read."""
-    with writing(ctx) as changes:
-        if digest(current_bytes(ctx.workspace, relative)) != before:
-            return False
-        changes.put(relative, content)
-        if intent_target_kind(relative) == "page":  # a page a writer could address
-            entries = prospective_pages(read_pages(ctx.workspace),
-                                        {relative.rpartition("/")[2]: content})
-            with contextlib.suppress(VaultError):  # an invalid page set keeps the old index
-                plan_index(changes, entries)
-        changes.commit("fix")
-    return True
-
-
 # ---------------------------------------------------------------------------------------------
 # Writing commands (spec sections 12.2, 12.4, 12.5.1, 12.6, 12.8, 12.10-12.12)
 # ---------------------------------------------------------------------------------------------
@@ -4076,6 +4056,26 @@ def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
             "pagesWritten": len(prepared),
             "pages": [str(ctx.vault / "pages" / name) for name in targets],
             "index": str(ctx.vault / INDEX_FILE), "memorySaved": True, "agent": agent}
+
+
+def fix_file(ctx: Context, relative: str, before: str, content: str) -> bool:
+    """Replace the vault Markdown file `relative` with `content` (a linter fix), under the
+    lock and only if its bytes still hash to `before` (SHA-256): the file as the fix read it.
+    Unlike `upsert`, the file may be invalid before and after (a fix repairs one problem at a
+    time), so a page is not validated; the index is rebuilt, in the same change set, whenever
+    the prospective pages make a valid one (a writer never writes an invalid index). Returns
+    False, changing nothing, when the file changed since it was read."""
+    with writing(ctx) as changes:
+        if digest(current_bytes(ctx.workspace, relative)) != before:
+            return False
+        changes.put(relative, content)
+        if intent_target_kind(relative) == "page":  # a page a writer could address
+            entries = prospective_pages(read_pages(ctx.workspace),
+                                        {relative.rpartition("/")[2]: content})
+            with contextlib.suppress(VaultError):  # an invalid page set keeps the old index
+                plan_index(changes, entries)
+        changes.commit("fix")
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

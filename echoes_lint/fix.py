@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import io
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +112,7 @@ def _fix_files(result: CheckResult, paths: set[str], unsafe: bool, dry_run: bool
             outcome.fixed += fixed
             continue
         engine.crash_point("fix:read")  # a test stops here to change the file under the fix
-        context = engine.Context(result.scan.workspace, None, None, sys.stdin.buffer)
+        context = engine.Context(result.scan.workspace, None, None, io.BytesIO())
         try:
             written = engine.fix_file(context, relative, hashlib.sha256(data).hexdigest(),
                                       content)
@@ -154,10 +154,15 @@ def unified_diff(path: str, before: str, after: str) -> str:
     """A unified diff of one file, `--- path` / `+++ path` as ruff prints it; a last line
     without a line break is marked as `diff` marks it."""
     lines = []
-    for line in difflib.unified_diff(before.splitlines(keepends=True),
-                                     after.splitlines(keepends=True), path, path):
+    for line in difflib.unified_diff(_with_ends(before), _with_ends(after), path, path):
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(lines)
+
+
+def _with_ends(text: str) -> list[str]:
+    """The lines of `text` with their line breaks, split at `\n` only (as edits count lines)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _run_commands(result: CheckResult, findings: Sequence[Finding], dry_run: bool,
