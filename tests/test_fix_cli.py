@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import git, run_cli
+from conftest import git, init_repo, make_vault, run_cli
 from helpers_check import PAGES, commit, lint, page, parsed, vault_repo, write
 from helpers_gates import snapshot
 from test_fix_rules import DEPRECATED, FRONT
@@ -205,3 +205,22 @@ def test_fix_refuses_the_staged_snapshot_and_ci_never_fixes(tmp_path: Path) -> N
     assert ci.returncode == 2
     assert "unrecognized arguments: --fix" in ci.stderr
     assert snapshot(repo) == before
+
+
+def test_a_vault_in_a_subfolder_is_fixed_at_its_own_paths(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    make_vault(repo / "docs")
+    write(repo, "docs/EchoesVault/pages/old.md", f"{DEPRECATED}\n# Old\n")
+    write(repo, "docs/EchoesVault/index.md", "# index\n")
+    git(repo, "add", "-A", "-f")
+    commit(repo, "monorepo")
+    diff = lint(repo, "--diff")
+    assert diff.stdout.startswith("--- docs/EchoesVault/pages/old.md\n")
+    assert "Would run: git rm --cached -q -- docs/EchoesVault/index.md\n" in diff.stderr
+    fixed = lint(repo, "--fix")
+    assert fixed.stdout == "Found 1 error and 1 warning (2 fixed, 0 remaining).\n"
+    assert (repo / "docs/EchoesVault/pages/old.md").read_text(encoding="utf-8") == \
+        f"{DEPRECATED}\n> [!warning] DEPRECATED\n\n# Old\n"
+    assert "- [[old]]: DEPRECATED — Old way.\n" in \
+        (repo / "docs/EchoesVault/index.md").read_text(encoding="utf-8")
+    assert "docs/EchoesVault/index.md" not in tracked(repo)
