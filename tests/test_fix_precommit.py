@@ -4,17 +4,15 @@ and never touches Git's index (an index fix stays a printed command)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, init_repo, make_vault, write_page
-from helpers_check import PAGES, commit, write
+from conftest import git
+from helpers_check import PAGES, write
 from test_fix_rules import BANNER, DEPRECATED, FRONT
 from test_precommit_hooks import (  # noqa: F401  (session fixtures)
     hook_source,
-    pre_commit_env,
+    hooked_repo,
     pre_commit_home,
     try_commit,
 )
@@ -23,18 +21,7 @@ from test_precommit_hooks import (  # noqa: F401  (session fixtures)
 @pytest.fixture
 def fix_hooked(tmp_path: Path, hook_source: tuple[Path, str],  # noqa: F811
                pre_commit_home: Path) -> Path:  # noqa: F811
-    source, sha = hook_source
-    repo = init_repo(tmp_path / "repo")
-    make_vault(repo)
-    write_page(repo, "home.md", summary="Start here.")
-    write(repo, ".pre-commit-config.yaml",
-          f"repos:\n  - repo: {source}\n    rev: {sha}\n    hooks:\n      - id: echoes-lint-fix\n")
-    commit(repo, "vault")
-    installed = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo,
-                               env=pre_commit_env(pre_commit_home), capture_output=True,
-                               text=True, check=False)
-    assert installed.returncode == 0, installed.stderr
-    return repo
+    return hooked_repo(tmp_path, hook_source, pre_commit_home, ("echoes-lint-fix",))
 
 
 def test_the_fix_hook_fixes_fails_once_and_then_passes(fix_hooked: Path,
