@@ -167,25 +167,35 @@ def _with_ends(text: str) -> list[str]:
 
 def _run_commands(result: CheckResult, findings: Sequence[Finding], dry_run: bool,
                   outcome: FixOutcome) -> bool:
-    """Run each finding's Git command once; True when one ran."""
-    ran = False
+    """Run each finding's Git command once; True when one ran. Commands that differ only in
+    their last path (`git add -- PATH`) run together, up to GIT_FIX_BATCH paths a call, so a
+    vault of thousands of untracked pages does not start thousands of processes."""
+    batches: dict[tuple[str, ...], list[Finding]] = {}
     for finding in findings:
         command = finding.command
         if command is None or command in outcome.commands:
             continue
         outcome.commands.append(command)
-        if dry_run:
-            outcome.fixed.append(finding)
-            continue
-        completed = subprocess.run(["git", *command], cwd=result.repo_root, capture_output=True,
-                                   check=False)
-        if completed.returncode != 0:
-            cause = completed.stderr.decode("utf-8", "backslashreplace").strip()
-            outcome.problems.append(f"{finding.path}: `{command_text(command)}` failed: "
-                                    f"{printable(cause)}")
-            continue
-        outcome.fixed.append(finding)
-        ran = True
+        # `git mv -- SOURCE TARGET` runs alone; `... -- PATH` joins its batch.
+        key = command[:-1] if command[-2] == "--" else command
+        batches.setdefault(key, []).append(finding)
+    if dry_run:
+        outcome.fixed += [finding for batch in batches.values() for finding in batch]
+        return False
+    ran = False
+    for key, batch in batches.items():
+        for start in range(0, len(batch), engine.GIT_FIX_BATCH):
+            chunk = batch[start:start + engine.GIT_FIX_BATCH]
+            command = (*key, *(finding.command[-1] for finding in chunk if finding.command)) \
+                if key[-1] == "--" else key
+            completed = subprocess.run(["git", *command], cwd=result.repo_root,
+                                       capture_output=True, check=False)
+            if completed.returncode != 0:
+                cause = completed.stderr.decode("utf-8", "backslashreplace").strip()
+                outcome.problems.append(f"`{command_text(command)}` failed: {printable(cause)}")
+                continue
+            outcome.fixed += chunk
+            ran = True
     return ran
 
 

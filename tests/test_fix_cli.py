@@ -64,6 +64,21 @@ def test_untracked_and_ignored_durable_files_are_added(tmp_path: Path) -> None:
     assert staged == ["EchoesVault/assets/hidden.png", f"{PAGES}/new.md"]
 
 
+def test_untracked_pages_are_added_together(tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    names = [f"{PAGES}/{name}.md" for name in ("a", "b b", "c")]
+    for name in names:
+        write(repo, name, page())
+    diff = lint(repo, "--diff")
+    assert diff.stderr == (f"Would run: git add -- {PAGES}/a.md\n"
+                           f"Would run: git add -- '{PAGES}/b b.md'\n"
+                           f"Would run: git add -- {PAGES}/c.md\n"
+                           "Would fix 3 findings.\n")
+    fixed = lint(repo, "--fix")
+    assert fixed.stdout == "Found 3 warnings (3 fixed, 0 remaining).\n"
+    assert git(repo, "diff", "--cached", "--name-only", "-z").split("\0")[:-1] == names
+
+
 def test_a_suffix_rename_is_unsafe(tmp_path: Path) -> None:
     repo = vault_repo(tmp_path / "repo")
     write(repo, f"{PAGES}/Notes.MD", page())
