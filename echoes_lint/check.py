@@ -19,7 +19,7 @@ from echoes_lint import __version__, engine
 from echoes_lint.checker import CheckResult, exit_code, run_checks
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes, split_patterns
 from echoes_lint.engine import printable
-from echoes_lint.findings import RULES, Rule
+from echoes_lint.findings import RULES, Finding, Rule
 
 FORMATS = ("concise", "full", "json", "github", "sarif")
 
@@ -85,7 +85,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the concise and full formats (auto honours NO_COLOR and "
                              "FORCE_COLOR)")
+    add_fix_options(parser)
     return parser
+
+
+def add_fix_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fix", action="store_true",
+                        help="apply the safe fixes (page edits through the engine's writer, "
+                             "`git rm --cached`, `git add`), then report what remains")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="with --fix or --diff, also apply the unsafe fixes (renames)")
+    parser.add_argument("--diff", action="store_true",
+                        help="print a unified diff of what --fix would change and change "
+                             "nothing; exit 1 when there is something to fix")
+    parser.add_argument("--show-fixes", action="store_true",
+                        help="with --fix, list the fixed findings per file")
+    parser.add_argument("--exit-non-zero-on-fix", action="store_true",
+                        help="with --fix, exit 1 when something was fixed, even if nothing "
+                             "remains")
 
 
 def use_color(choice: str, stream: IO[Any]) -> bool:
@@ -99,13 +116,14 @@ def use_color(choice: str, stream: IO[Any]) -> bool:
 
 
 def render_result(result: CheckResult, output_format: str, *, color: bool = False,
-                  statistics: bool = False) -> str:
+                  statistics: bool = False, fixed: Sequence[Finding] = (),
+                  show_fixes: bool = False) -> str:
     # The reporters are imported only when a report is written.
     from echoes_lint.report import ReportInput, render
 
     text = render(output_format, ReportInput(
         result.findings, __version__, result.sources(), color=color, statistics=statistics,
-        workspace_uri=result.repo_root.as_uri(),
+        workspace_uri=result.repo_root.as_uri(), fixed=fixed, show_fixes=show_fixes,
     ))
     if output_format in HUMAN_FORMATS:
         text += fix_hint(grouped_fix_commands(result))
@@ -211,22 +229,51 @@ def expand_globs(paths: Sequence[str]) -> list[str]:
 def _check(args: argparse.Namespace) -> int:
     if args.staged and args.paths:
         raise UsageError("--staged checks what is staged and takes no paths")
+    if args.staged and (args.fix or args.diff):
+        raise UsageError("--staged checks Git's index, which --fix and --diff do not edit; "
+                         "fix the working tree, then stage it")
     workspace = Path(args.workspace) if args.workspace else Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
     paths = [str(Path.cwd() / path) for path in expand_globs(args.paths)] if args.paths else None
-    result = run_checks(
-        workspace, vault_dir=args.vault_dir, paths=paths, config=config,
-        select=split_codes(args.select), ignore=split_codes(args.ignore), staged=args.staged,
-        extend_select=split_codes(args.extend_select),
+    scope: dict[str, Any] = dict(
+        vault_dir=args.vault_dir, paths=paths, config=config, select=split_codes(args.select),
+        ignore=split_codes(args.ignore), extend_select=split_codes(args.extend_select),
         extend_ignore=split_codes(args.extend_ignore),
         exclude=None if args.exclude is None else split_patterns(args.exclude),
-        extend_exclude=split_patterns(args.extend_exclude),
-    )
+        extend_exclude=split_patterns(args.extend_exclude))
+    if args.fix or args.diff:
+        return _fix(args, workspace, scope)
+    result = run_checks(workspace, staged=args.staged, **scope)
     color = args.output_file is None and use_color(args.color, sys.stdout)
     write_text(render_result(result, args.output_format, color=color,
                              statistics=args.statistics), args.output_file)
     if args.exit_zero:
         return 0
+    return exit_code(result.findings, args.fail_on or result.config.fail_on)
+
+
+def _fix(args: argparse.Namespace, workspace: Path, scope: dict[str, Any]) -> int:
+    from echoes_lint.fix import command_text, run_fixes
+
+    outcome = run_fixes(workspace, unsafe=args.unsafe_fixes, dry_run=args.diff, **scope)
+    for problem in outcome.problems:
+        sys.stderr.write(f"echoes-lint: {problem}\n")
+    if args.diff:
+        write_text("".join(outcome.diffs), args.output_file)
+        for command in outcome.commands:
+            sys.stderr.write(f"Would run: {command_text(command)}\n")
+        count = len(outcome.fixed)
+        sys.stderr.write(f"Would fix {count} finding{'s' if count != 1 else ''}.\n"
+                         if count else "No fixes available.\n")
+        return 1 if outcome.diffs or outcome.commands else 0
+    result = outcome.result
+    color = args.output_file is None and use_color(args.color, sys.stdout)
+    write_text(render_result(result, args.output_format, color=color, statistics=args.statistics,
+                             fixed=outcome.fixed, show_fixes=args.show_fixes), args.output_file)
+    if args.exit_zero:
+        return 0
+    if outcome.problems or (args.exit_non_zero_on_fix and outcome.fixed):
+        return 1
     return exit_code(result.findings, args.fail_on or result.config.fail_on)
 
 

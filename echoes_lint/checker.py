@@ -19,7 +19,7 @@ import os
 import stat
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -57,6 +57,8 @@ class CheckResult:
     config: Config
     vault: str
     """The vault folder relative to `repo_root`, POSIX (`EchoesVault` or `docs/EchoesVault`)."""
+    enabled: frozenset[str] = frozenset()
+    """The codes that ran (selection and ignores applied): `check --fix` rechecks with them."""
 
     @property
     def prefix(self) -> str:
@@ -77,9 +79,9 @@ class CheckResult:
 
 
 def _printable_finding(finding: Finding) -> Finding:
-    return Finding(printable(finding.path), finding.line, finding.col, finding.code,
-                   printable(finding.message), finding.severity,
-                   None if finding.fix is None else printable(finding.fix))
+    # `edit` and `command` stay as they are: `check --fix` applies them to the real path.
+    return replace(finding, path=printable(finding.path), message=printable(finding.message),
+                   fix=None if finding.fix is None else printable(finding.fix))
 
 
 def exit_code(findings: Iterable[Finding], fail_on: str) -> int:
@@ -169,7 +171,26 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     findings = [_printable_finding(finding) for finding in findings]
     findings.sort(key=Finding.sort_key)
     return CheckResult(workspace, repo_root, context.scan, findings, config,
-                       prefix + VAULT)
+                       prefix + VAULT, frozenset(enabled))
+
+
+def recheck_text(result: CheckResult, relative: str, text: str,
+                 codes: frozenset[str]) -> list[Finding]:
+    """The findings of `codes` (selected, per-file ignores and suppressions applied as in
+    `result`) that one vault file would have with `text`: how `check --fix` sees the effect of
+    its edits without writing. Only rules of a file's own text can ask for this."""
+    scan = engine.Scan(result.scan.workspace)
+    kind = engine.classify_vault_path(relative)
+    engine.file_document(scan, engine.document_from_bytes(relative, text.encode("utf-8"),
+                                                          kind == "page"),
+                         kind if kind in ("page", "daily") else "markdown")
+    context = Context(scan, result.prefix)
+    wanted = codes & result.enabled
+    findings = [finding for family, check in FAMILIES if family & wanted
+                for finding in check(context) if finding.code in wanted]
+    findings = _apply_suppressions(findings, context, result.config, result.enabled, frozenset())
+    return sorted((_printable_finding(finding) for finding in findings if finding.code in wanted),
+                  key=Finding.sort_key)
 
 
 class GitUnavailable(ConfigError):

@@ -24,6 +24,24 @@ class Severity(str, enum.Enum):
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text from (line, col) up to, not including, (end_line, end_col) with
+    `content`. Lines and columns are 1-based and count the characters of the file's text with
+    its line breaks read as `\\n`, as findings do; ruff's json `edits` carry the same fields."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+# How an automatic fix may be applied: `safe` with `--fix`, `unsafe` only with `--unsafe-fixes`.
+SAFE = "safe"
+UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
 class Finding:
     """One problem at one place. `path` is workspace-relative and POSIX; line and col are 1-based."""
 
@@ -35,6 +53,12 @@ class Finding:
     severity: Severity
     fix: Optional[str] = None
     """An exact command or edit that fixes the finding, when one exists."""
+    edit: Optional[Edit] = None
+    """The text edit `check --fix` applies, when the fix is an edit of this file."""
+    command: Optional[tuple[str, ...]] = None
+    """The `git` arguments `check --fix` runs, when the fix is a Git command."""
+    applicability: Optional[str] = None
+    """`SAFE` or `UNSAFE` when `edit` or `command` is set: whether `--fix` applies it alone."""
 
     @property
     def name(self) -> str:
@@ -55,8 +79,22 @@ class Rule:
     severity: Severity
     summary: str
     explanation: str
+    fix_applicability: Optional[str] = None
+    """`SAFE` or `UNSAFE` when `check --fix` can fix findings of this rule, else None."""
+    fix_always: bool = False
+    """Whether every finding has the automatic fix, or only some (ruff's "always/sometimes")."""
     fix: str = ""
     """How to fix any finding of the rule: the `help:` of a finding without its own exact fix."""
+
+    @property
+    def fix_availability(self) -> str:
+        """The line `echoes-lint rule` and the docs print about automatic fixes ("" without)."""
+        if self.fix_applicability is None:
+            return ""
+        when = "always" if self.fix_always else "sometimes"
+        how = ("`echoes-lint check --fix` applies it" if self.fix_applicability == SAFE
+               else "only `echoes-lint check --fix --unsafe-fixes` applies it")
+        return f"Fix is {when} available ({self.fix_applicability}: {how})."
 
     @property
     def url(self) -> str:
@@ -64,12 +102,14 @@ class Rule:
 
     def document(self) -> str:
         """The rule's Markdown page: what `echoes-lint rule CODE` prints and docs/rules holds."""
+        fix = f"\n{self.fix_availability}\n" if self.fix_applicability else ""
         return (f"# {self.code} {self.name} ({self.severity.value})\n\n{self.summary}\n\n"
-                f"{self.explanation}\n\n## How to fix\n\n{self.fix}\n")
+                f"{self.explanation}\n\n## How to fix\n\n{self.fix}\n{fix}")
 
 
-def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str) -> Rule:
-    return Rule(code, name, severity, summary, explanation.strip())
+def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str,
+          fix: Optional[str] = None, always: bool = False) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip(), fix, always)
 
 
 _E = Severity.ERROR
@@ -84,6 +124,8 @@ RULES: dict[str, Rule] = {
             """
 A `<<<<<<<`, `|||||||`, `=======` or `>>>>>>>` block left behind by a merge, rebase or
 cherry-pick. Protocol engines refuse to write or index a page that contains one.
+
+`check --fix` never touches a conflict: `echoes-lint resolve` helps reconcile it.
 """,
         ),
         _rule(
@@ -92,7 +134,11 @@ cherry-pick. Protocol engines refuse to write or index a page that contains one.
             """
 In Markdown this is usually a setext heading underline, but every Protocol 1.0.0 engine treats
 a bare `=======` line as a conflict marker and refuses the page.
-""",
+
+`check --fix` lengthens the line to `========` only where it underlines a plain paragraph line
+(a setext heading, which renders the same with any number of `=`); elsewhere (after a blank
+line, in a list, quote or code block) the line is text, and the fix is left to you.
+""", SAFE,
         ),
         _rule(
             "EV010", "frontmatter-missing", _E,
@@ -100,12 +146,18 @@ a bare `=======` line as a conflict marker and refuses the page.
             """
 Every knowledge page must begin (after leading blank lines) with a `---` line opening the
 frontmatter block that holds `type`, `stack`, `status` and `summary`.
-""",
+
+`check --fix` removes a UTF-8 byte-order mark before the opening `---` and blanks after it:
+YAML tools already read that line as the delimiter.
+""", SAFE,
         ),
         _rule(
             "EV011", "frontmatter-unclosed", _E,
             "The frontmatter block has no closing `---` line.",
-            "Engines need a line that is exactly `---` after the last frontmatter key.",
+            """
+Engines need a line that is exactly `---` after the last frontmatter key. `check --fix` removes
+the blanks after a closing `---`, the usual cause, which YAML tools already read as the delimiter.
+""", SAFE,
         ),
         _rule(
             "EV012", "frontmatter-empty", _E,
@@ -115,7 +167,10 @@ frontmatter block that holds `type`, `stack`, `status` and `summary`.
         _rule(
             "EV014", "frontmatter-duplicate-key", _E,
             "A frontmatter key appears twice.",
-            "Duplicate top-level keys are invalid: engines refuse the page.",
+            """
+Duplicate top-level keys are invalid: engines refuse the page. `check --fix` deletes a later
+line that repeats an earlier one exactly (same key, same value, no indented lines).
+""", SAFE,
         ),
         _rule(
             "EV015", "frontmatter-missing-key", _E,
@@ -157,7 +212,9 @@ hold at most 160 Unicode characters after whitespace runs are collapsed.
             """
 The index is generated locally from page frontmatter and must never be committed: two
 branches would conflict on it constantly.
-""",
+
+`check --fix` runs `git rm --cached`; the file stays on disk.
+""", SAFE, True,
         ),
         _rule(
             "EV021", "tracked-local-state", _E,
@@ -165,7 +222,9 @@ branches would conflict on it constantly.
             """
 `.echoes-vault/state.json`, `.echoes-vault/lock`, `.opencode/echoes-state.json` and
 `.codex/echoes-vault-state.json` are local bookkeeping, not knowledge.
-""",
+
+`check --fix` runs `git rm --cached`; the file stays on disk.
+""", SAFE, True,
         ),
         _rule(
             "EV022", "untracked-durable-file", _W,
@@ -176,7 +235,8 @@ needs (the marker, the portable runtime, the agent adapters) are reported the sa
 
 A warning while you commit, it fails a push: the `echoes-lint` and `echoes-untracked-files`
 pre-commit hooks fail at the `pre-push` stage unless `fail-on-untracked-at-push = false`.
-""",
+`check --fix` runs `git add`; a tracked file that an ignore rule matches needs the rule changed.
+""", SAFE,
         ),
         _rule(
             "EV030", "case-collision", _E,
@@ -195,7 +255,10 @@ Knowledge pages are `.md` files directly inside `EchoesVault/pages/`; other file
 that Windows cannot check out (reserved names such as `CON`, a trailing dot or space, or one of
 `<>:"|?*`) are reported as warnings. Hidden pages, `.MD` suffixes and names writers refuse are
 EV032-EV034.
-""",
+
+`check --fix --unsafe-fixes` runs the `git mv` of a tracked file (a stray file to `assets/`, a
+name to NFC): a file name is a page's identity.
+""", UNSAFE,
         ),
         _rule(
             "EV032", "hidden-page", _E,
@@ -203,7 +266,10 @@ EV032-EV034.
             """
 Protocol engines index `pages/.name.md` like any page, but writers refuse to address a hidden
 name (no `hash`, no `upsert`), and editors, file browsers and many tools hide it.
-""",
+
+`check --fix --unsafe-fixes` runs the `git mv` for a tracked page: the file name is the page's
+identity.
+""", UNSAFE,
         ),
         _rule(
             "EV033", "page-suffix-case", _E,
@@ -212,7 +278,10 @@ name (no `hash`, no `upsert`), and editors, file browsers and many tools hide it
 Protocol engines select pages by a case-insensitive `.md` suffix and index `Notes.MD` as
 `[[Notes]]`, but writers address `Notes.MD.md` when asked for `Notes.MD`, and case-sensitive
 tools (globs such as `*.md`, Git attributes, the Action's path filters) skip the page.
-""",
+
+`check --fix --unsafe-fixes` runs the `git mv` for a tracked page when no file has that name:
+the file name is the page's identity.
+""", UNSAFE,
         ),
         _rule(
             "EV034", "unaddressable-page-name", _E,
@@ -397,6 +466,16 @@ Earlier versions recorded a command that only runs the interpreter: if it goes a
 our side of a page without conflict markers and the other side's changes are silently lost.
 """,
         ),
+        _rule(
+            "EV080", "deprecated-page-banner", _W,
+            "A page with `status: deprecated` whose body does not begin with the banner.",
+            """
+Spec 7.5: a deprecated page should begin its body with `> [!warning] DEPRECATED`, so that a
+reader who opens it (not only the index) sees it is obsolete, and link to its replacement.
+
+`check --fix` inserts it, followed by a blank line, before the first body line.
+""", SAFE, True,
+        ),
     )
 }
 
@@ -454,8 +533,10 @@ _FIXES = {
     "EV076": "Keep only the text after `- [[slug]]: `.",
     "EV077": "Remove the NUL bytes; binary content belongs in `assets/`.",
     "EV078": "Delete the line, or make it a heading of another form.",
+    "EV080": "Put `> [!warning] DEPRECATED` on the first line of the body, and link to the "
+             "page that replaces it.",
     "EV090": "Run `echoes-lint install-merge-driver` with the echoes-lint you use now.",
     "EV091": "Run `echoes-lint install-merge-driver`, which completes the configuration.",
     "EV092": "Run `echoes-lint install-merge-driver` to record the current command.",
 }
-RULES = {code: dataclasses.replace(rule, fix=_FIXES[code]) for code, rule in RULES.items()}
+RULES = {code: dataclasses.replace(rule, fix=_FIXES[code]) for code, rule in sorted(RULES.items())}

@@ -2,7 +2,10 @@
 
 Each hook checks the files pre-commit passes (none at all is fine: `always_run` hooks still check
 the repository-wide facts from the Git index), prints findings as `path:line:col: CODE message`
-with the exact fix command, and never changes the repository.
+with the exact fix command, and never changes the repository, except `echoes-lint-fix`: it
+applies the safe page fixes of `check --fix` to the files and fails when it changed one (the
+pre-commit convention for fixers). It never touches Git's index: pre-commit owns it while a hook
+runs, so index fixes stay printed commands.
 
 Before a push, untracked or ignored durable files (EV022, a warning) fail: a push without them
 loses them for the team, and only their author can still add them. The `echoes-untracked-files`
@@ -21,6 +24,8 @@ from typing import Optional
 from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
 from echoes_lint.checker import CheckResult, NoVault, exit_code, run_checks
 from echoes_lint.config import load_config
+from echoes_lint.findings import Finding
+from echoes_lint.fix import run_fixes
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
 HOOKS: dict[str, tuple[str, ...]] = {
@@ -30,9 +35,11 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "echoes-forbid-local-files": ("EV020", "EV021"),
     "echoes-case-collisions": ("EV030",),
     "echoes-untracked-files": ("EV022",),
+    "echoes-lint-fix": (),
 }
 PUSH_HOOK = "echoes-untracked-files"
 UNTRACKED = "EV022"
+FIX_HOOK = "echoes-lint-fix"
 
 
 def pushing() -> bool:
@@ -60,23 +67,31 @@ def _hook(hook_id: str, args: argparse.Namespace) -> int:
     # Untracked files are never among the files pre-commit passes: find them in the whole
     # vault. A push is rare enough to check everything CI will.
     whole = hook_id == PUSH_HOOK or (hook_id == "echoes-lint" and pushing())
+    fixed: list[Finding] = []
     try:
-        result = run_checks(workspace, vault_dir=args.vault_dir,
-                            paths=None if whole else args.filenames, config=config,
-                            select=HOOKS[hook_id])
+        if hook_id == FIX_HOOK:
+            outcome = run_fixes(workspace, git_fixes=False, vault_dir=args.vault_dir,
+                                paths=args.filenames, config=config)
+            result, fixed = outcome.result, outcome.fixed
+            for problem in outcome.problems:
+                sys.stderr.write(f"echoes-lint: {problem}\n")
+        else:
+            result = run_checks(workspace, vault_dir=args.vault_dir,
+                                paths=None if whole else args.filenames, config=config,
+                                select=HOOKS[hook_id])
     except NoVault as exc:
         if exc.configured:  # by --vault-dir or `vault-dir`: the vault is expected, and missing
             raise
         return 0  # a repository without a vault (yet) has nothing for these hooks to check
     blocked = whole and _untracked_fail(result, args.fail_on_untracked_at_push)
-    if result.findings:
-        write_text(render_result(result, "concise"), None)
+    if result.findings or fixed:
+        write_text(render_result(result, "concise", fixed=fixed, show_fixes=bool(fixed)), None)
     if blocked:
         write_text(f"{hook_id}: these files are not committed, so the push would leave them "
                    "behind for the team: commit them (the command above), or set "
                    "`fail-on-untracked-at-push = false` to push without them.\n", None)
         return 1
-    return exit_code(result.findings, result.config.fail_on)
+    return 1 if fixed else exit_code(result.findings, result.config.fail_on)
 
 
 def _untracked_fail(result: CheckResult, option: Optional[str]) -> bool:
@@ -109,3 +124,7 @@ def case_collisions_main(argv: Optional[list[str]] = None) -> int:
 
 def untracked_files_main(argv: Optional[list[str]] = None) -> int:
     return run_hook("echoes-untracked-files", argv)
+
+
+def fix_main(argv: Optional[list[str]] = None) -> int:
+    return run_hook(FIX_HOOK, argv)

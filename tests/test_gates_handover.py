@@ -16,7 +16,8 @@ from test_action import runner  # noqa: F401  (the session's installed action)
 from echoes_lint.precommit import HOOKS
 
 HOOK_SCRIPTS = ("echoes-lint-hook", "echoes-conflict-markers", "echoes-frontmatter",
-                "echoes-forbid-local-files", "echoes-case-collisions", "echoes-untracked-files")
+                "echoes-forbid-local-files", "echoes-case-collisions", "echoes-untracked-files",
+                "echoes-lint-fix")
 
 
 def plant_runtime(root: Path, sentinel: Path) -> None:

@@ -99,7 +99,8 @@ def test_ignored_lines_are_quoted(repo: Path) -> None:
 def test_every_rule_has_a_fix_and_a_how_to_fix_section() -> None:
     for rule in RULES.values():
         assert rule.fix.strip() and rule.fix != rule.summary, rule.code
-        assert rule.document().endswith(f"\n## How to fix\n\n{rule.fix}\n")
+        availability = f"\n{rule.fix_availability}\n" if rule.fix_availability else ""
+        assert rule.document().endswith(f"\n## How to fix\n\n{rule.fix}\n{availability}")
         assert "\nFix:" not in rule.explanation, rule.code  # said once, in its section
 
 

@@ -20,6 +20,7 @@ SCRIPTS = {
     "echoes-forbid-local-files": "echoes-forbid-local-files",
     "echoes-case-collisions": "echoes-case-collisions",
     "echoes-untracked-files": "echoes-untracked-files",
+    "echoes-lint-fix": "echoes-lint-fix",
 }
 STAGES = ["pre-commit", "pre-merge-commit", "pre-push", "manual"]
 # Untracked files fail a push, not a commit (tests/test_cilocal_push.py).

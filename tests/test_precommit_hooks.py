@@ -61,11 +61,17 @@ def pre_commit_env(home: Path) -> dict[str, str]:
 @pytest.fixture
 def hooked(tmp_path: Path, hook_source: tuple[Path, str], pre_commit_home: Path) -> Path:
     """A repository with a committed vault and the five hooks installed as its Git hook."""
+    return hooked_repo(tmp_path, hook_source, pre_commit_home, HOOK_IDS)
+
+
+def hooked_repo(tmp_path: Path, hook_source: tuple[Path, str], pre_commit_home: Path,
+                hook_ids: tuple[str, ...]) -> Path:
+    """A repository with a committed vault and `hook_ids` installed as its Git hook."""
     source, sha = hook_source
     repo = init_repo(tmp_path / "repo")
     make_vault(repo)
     write_page(repo, "home.md", summary="Start here.")
-    hooks = "".join(f"      - id: {hook_id}\n" for hook_id in HOOK_IDS)
+    hooks = "".join(f"      - id: {hook_id}\n" for hook_id in hook_ids)
     write(repo, ".pre-commit-config.yaml",
           f"repos:\n  - repo: {source}\n    rev: {sha}\n    hooks:\n{hooks}")
     commit(repo, "vault")

@@ -27,6 +27,9 @@ class ReportInput:
     statistics: bool = False
     workspace_uri: str | None = None
     """`file://` URI of the workspace root, for SARIF `originalUriBaseIds`."""
+    fixed: Sequence[Finding] = ()
+    """What `check --fix` fixed: counted in the summary line, listed with `show_fixes`."""
+    show_fixes: bool = False
 
 
 _RESET = "\x1b[0m"
@@ -51,15 +54,37 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def summary_line(findings: Sequence[Finding]) -> str:
-    """`Found 3 errors and 1 warning.`, or `All checks passed!` when there is nothing."""
+def summary_line(findings: Sequence[Finding], fixed: Sequence[Finding] = ()) -> str:
+    """`Found 3 errors and 1 warning.`, or `All checks passed!` when there is nothing. After
+    `--fix`, the findings before it with ruff's `(2 fixed, 2 remaining)`."""
+    found = _counted([*findings, *fixed])
+    if not found:
+        return "All checks passed!"
+    counts = f" ({len(fixed)} fixed, {len(findings)} remaining)" if fixed else ""
+    return f"Found {found}{counts}."
+
+
+def _counted(findings: Sequence[Finding]) -> str:
+    """`3 errors and 1 warning`, or "" for none."""
     errors = sum(1 for finding in findings if finding.severity is Severity.ERROR)
     warnings = len(findings) - errors
-    parts = [_plural(count, noun) for count, noun in ((errors, "error"), (warnings, "warning"))
-             if count]
-    if not parts:
-        return "All checks passed!"
-    return f"Found {' and '.join(parts)}."
+    return " and ".join(_plural(count, noun) for count, noun
+                        in ((errors, "error"), (warnings, "warning")) if count)
+
+
+def fixes_table(fixed: Sequence[Finding]) -> str:
+    """ruff's `--show-fixes` block: per file, how many findings of each rule were fixed."""
+    if not fixed:
+        return "No errors fixed.\n"
+    per_file: dict[str, Counter[str]] = {}
+    for finding in fixed:
+        per_file.setdefault(finding.path, Counter())[finding.code] += 1
+    lines = [f"Fixed {_counted(fixed)}:\n"]
+    for path in sorted(per_file):
+        lines.append(f"- {path}:\n")
+        lines += [f"    {count} × {code} ({RULES[code].name})\n"
+                  for code, count in sorted(per_file[path].items())]
+    return "".join(lines)
 
 
 def statistics_rows(findings: Sequence[Finding]) -> list[tuple[str, int]]:
@@ -81,7 +106,11 @@ def statistics_table(findings: Sequence[Finding]) -> str:
     return "".join(f"  {count:>{width}}  {code}  {RULES[code].name}\n" for code, count in rows)
 
 
-def with_summary(body: str, findings: Sequence[Finding]) -> str:
-    """Append the summary line, separated from a non-empty body by one blank line."""
-    summary = summary_line(findings) + "\n"
+def with_summary(body: str, findings: Sequence[Finding], fixed: Sequence[Finding] = (),
+                 show_fixes: bool = False) -> str:
+    """Append the summary line, separated from a non-empty body by one blank line (and, with
+    `show_fixes`, the fixes before it)."""
+    if show_fixes:
+        body = f"{body}\n{fixes_table(fixed)}" if body else fixes_table(fixed)
+    summary = summary_line(findings, fixed) + "\n"
     return f"{body}\n{summary}" if body else summary

@@ -13,10 +13,11 @@ from echoes_lint.report._common import (
 
 def render(report: ReportInput) -> str:
     if report.statistics:
-        return with_summary(statistics_table(report.findings), report.findings)
+        return with_summary(statistics_table(report.findings), report.findings, report.fixed,
+                            report.show_fixes)
     body = "".join(
         f"{location(finding, report.color)}: "
         f"{paint(finding.code, finding.severity, report.color)} {finding.message}\n"
         for finding in report.findings
     )
-    return with_summary(body, report.findings)
+    return with_summary(body, report.findings, report.fixed, report.show_fixes)

@@ -41,6 +41,7 @@ def _block(finding: Finding, report: ReportInput) -> str:
 
 def render(report: ReportInput) -> str:
     if report.statistics:
-        return with_summary(statistics_table(report.findings), report.findings)
+        return with_summary(statistics_table(report.findings), report.findings, report.fixed,
+                            report.show_fixes)
     body = "\n".join(_block(finding, report) for finding in report.findings)
-    return with_summary(body, report.findings)
+    return with_summary(body, report.findings, report.fixed, report.show_fixes)

@@ -13,10 +13,18 @@ from echoes_lint.report._common import ReportInput, statistics_items
 
 
 def _fix(finding: Finding) -> Optional[dict[str, Any]]:
-    """ruff's fix object. The fixes are commands or edits a person applies: `display-only`."""
+    """ruff's fix object: `safe` or `unsafe` when `check --fix` applies it (with the edit, when
+    it is one; a Git command has none), `display-only` for a fix a person applies."""
     if finding.fix is None:
         return None
-    return {"applicability": "display-only", "message": finding.fix, "edits": []}
+    edits = []
+    if finding.edit is not None:
+        edit = finding.edit
+        edits.append({"content": edit.content,
+                      "location": {"row": edit.line, "column": edit.col},
+                      "end_location": {"row": edit.end_line, "column": edit.end_col}})
+    return {"applicability": finding.applicability or "display-only", "message": finding.fix,
+            "edits": edits}
 
 
 def _item(finding: Finding) -> dict[str, Any]:

@@ -31,8 +31,25 @@ def _descriptor(code: str) -> dict[str, Any]:
     }
 
 
+def _fixes(finding: Finding) -> list[dict[str, Any]]:
+    """SARIF `fixes` (§3.55) for a fix that is an edit of the file; Git commands have none."""
+    edit = finding.edit
+    if edit is None:
+        return []
+    region = {"startLine": edit.line, "startColumn": edit.col, "endLine": edit.end_line,
+              "endColumn": edit.end_col}
+    return [{
+        "description": {"text": finding.fix or ""},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": quote(finding.path), "uriBaseId": SRCROOT},
+            "replacements": [{"deletedRegion": region,
+                              "insertedContent": {"text": edit.content}}],
+        }],
+    }]
+
+
 def _result(finding: Finding) -> dict[str, Any]:
-    return {
+    result = {
         "ruleId": finding.code,
         "ruleIndex": _RULE_INDEX[finding.code],
         "level": finding.severity.value,
@@ -48,6 +65,10 @@ def _result(finding: Finding) -> dict[str, Any]:
             }
         ],
     }
+    fixes = _fixes(finding)
+    if fixes:
+        result["fixes"] = fixes
+    return result
 
 
 def render(report: ReportInput) -> str:

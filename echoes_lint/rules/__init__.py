@@ -16,6 +16,7 @@ from echoes_lint.rules import (
     collisions,
     conflicts,
     daily,
+    deprecation,
     frontmatter,
     gates,
     links,
@@ -47,7 +48,7 @@ def capped(findings: Iterable[Yielded]) -> Iterator[Finding]:
     for key, finding in first_omitted.items():
         more = counts[key] - MAX_PER_FILE
         yield dataclasses.replace(
-            finding, fix=None,
+            finding, fix=None, edit=None, command=None, applicability=None,
             message=f"and {more} more {finding.code} finding{'s' if more != 1 else ''} in this "
                     f"file from here on (only the first {MAX_PER_FILE} are listed)")
 
@@ -68,6 +69,7 @@ FAMILIES: tuple[Family, ...] = tuple((codes, _capped(check)) for codes, check in
     (daily.CODES, daily.check),
     (gates.CODES, gates.check),
     (mergedriver.CODES, mergedriver.check),
+    (deprecation.CODES, deprecation.check),
 ))
 
 # Facts about the repository as a whole: reported whatever files a hook passes.

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import itertools
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Callable, Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import Finding
+from echoes_lint.findings import SAFE, Edit, Finding
+from echoes_lint.rules import edits
 from echoes_lint.rules.context import Context, Yielded, limited
 
 CODES = frozenset({"EV001", "EV002"})
@@ -68,12 +71,22 @@ def check(ctx: Context) -> Iterator[Yielded]:
             continue
         blocks, bare = engine.conflict_blocks(document.markers)
         yield from limited(blocks, functools.partial(_block_finding, ctx, document.path))
-        yield from limited(bare, functools.partial(_bare_finding, ctx, document.path))
+        lines = edits.lines_of(document.text or "") if bare else None
+        first_body = edits.body_start(document.meta)
+        underline = (edits.setext_underlines(lines, first_body)
+                     if lines is not None and first_body is not None else None)
+        yield from limited(bare, functools.partial(_bare_finding, ctx, document.path, underline))
 
 
 def _block_finding(ctx: Context, path: str, block: engine.ConflictBlock) -> Finding:
     return ctx.finding("EV001", path, block.first_line, 1, f"{_describe(block)}; {_FIX_HINT}")
 
 
-def _bare_finding(ctx: Context, path: str, line: int) -> Finding:
-    return ctx.finding("EV002", path, line, 1, _BARE)
+def _bare_finding(ctx: Context, path: str,
+                  underline: Optional[Callable[[int], Optional[Edit]]], line: int) -> Finding:
+    finding = ctx.finding("EV002", path, line, 1, _BARE)
+    edit = underline(line) if underline is not None else None
+    if edit is None:
+        return finding
+    return dataclasses.replace(finding, edit=edit, applicability=SAFE,
+                               fix="lengthen the setext underline to `========`")

@@ -4,11 +4,13 @@ per `Problem.kind`. EV070-EV078: what engines accept but other tools may misread
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Sequence
 from typing import Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import Finding
+from echoes_lint.findings import SAFE, Edit, Finding
+from echoes_lint.rules import edits
 from echoes_lint.rules.conflicts import Covered, conflict_spans
 from echoes_lint.rules.context import Context
 
@@ -33,6 +35,7 @@ KIND_CODES = {
     "summary-index-row": "EV076",
 }
 BINARY = "EV077"
+FIXABLE = ("EV010", "EV011", "EV014")  # delimiters spoiled by a byte-order mark or blanks, a repeated key
 TRIMMED_MARKER = "EV078"
 CODES = frozenset({*KIND_CODES.values(), BINARY, TRIMMED_MARKER})
 
@@ -67,6 +70,7 @@ def check(ctx: Context) -> Iterator[Finding]:
 
 def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Iterator[Finding]:
     spans = Covered(conflict_spans(document.markers))
+    lines: Optional[list[str]] = None
     marker_lines = {line for line, _kind in document.markers}
     for problem in (*meta.problems, *meta.notes):
         if problem.kind == "conflict-marker":
@@ -86,9 +90,16 @@ def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Ite
                               f"replace the line with `{problem.fix}`")
             continue
         how = _how(code, problem.key)
-        yield ctx.finding(code, document.path, problem.line, problem.col,
-                          f"{problem.message}; {how}" if how else problem.message,
-                          how)
+        finding = ctx.finding(code, document.path, problem.line, problem.col,
+                              f"{problem.message}; {how}" if how else problem.message, how)
+        if code not in FIXABLE:
+            yield finding
+            continue
+        if lines is None:  # split once per page, and only for a fixable problem
+            lines = edits.lines_of(document.text or "") or []
+        edit = _edit(code, problem, document.text or "", lines, meta) if lines else None
+        yield finding if edit is None else dataclasses.replace(
+            finding, edit=edit[0], applicability=SAFE, fix=edit[1])
 
 
 def _how(code: str, key: Optional[str]) -> Optional[str]:
@@ -97,3 +108,23 @@ def _how(code: str, key: Optional[str]) -> Optional[str]:
         example = "[]" if key == "stack" else "<value>"
         return f"add the line `{key}: {example}` before the closing `---`"
     return _HOW.get(code)
+
+
+def _edit(code: str, problem: engine.Problem, text: str, lines: Sequence[str],
+          meta: engine.PageMeta) -> Optional[tuple[Edit, str]]:
+    """The safe edit for a delimiter spoiled by a byte-order mark or blanks, or a key repeated
+    verbatim, with the fix it applies; None for every other problem."""
+    if code == "EV010":
+        mark = edits.byte_order_mark(text)
+        if mark is not None:
+            return mark, "remove the byte-order mark"
+        opening = edits.delimiter_blanks(lines, problem.line)
+        return (opening, "delete the blanks after `---`") if opening else None
+    if code == "EV011":
+        closing = edits.closing_with_blanks(lines, problem.line)
+        edit = edits.delimiter_blanks(lines, closing) if closing else None
+        return (edit, "delete the blanks after `---`") if edit else None
+    if code == "EV014" and problem.key in meta.fields:
+        edit = edits.duplicate_line(lines, problem.line, meta.fields[problem.key].line)
+        return (edit, "delete the repeated line") if edit else None
+    return None

@@ -5,12 +5,13 @@ the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import Finding, Severity
+from echoes_lint.findings import UNSAFE, Finding, Severity
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
 NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-name": "EV034"}
@@ -43,6 +44,15 @@ def _move(ctx: Context, source: str, target: str) -> str:
     return f"{tool} -- {engine.shell_quote(ctx.path(source))} {engine.shell_quote(ctx.path(target))}"
 
 
+def _renaming(ctx: Context, finding: Finding, source: str, target: str) -> Finding:
+    """A tracked file's `git mv` as the finding's automatic fix: unsafe, since a file name is a
+    page's identity (links and the index name it), so only `--unsafe-fixes` runs it."""
+    if source not in ctx.index:
+        return finding
+    return dataclasses.replace(finding, applicability=UNSAFE, command=(
+        "mv", "--", ctx.path(source), ctx.path(target)))
+
+
 def _stray(ctx: Context, relative: str) -> Optional[Finding]:
     if relative.endswith("/"):
         return ctx.finding(
@@ -52,11 +62,12 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
     if relative in ctx.scan.git.ignored:
         return None  # Never committed (editor and OS droppings such as .DS_Store).
     name = relative[len(PAGES_PREFIX):]
-    fix = _move(ctx, relative, f"{engine.VAULT_DIR}/assets/{name}")
-    return ctx.finding(
+    target = f"{engine.VAULT_DIR}/assets/{name}"
+    fix = _move(ctx, relative, target)
+    return _renaming(ctx, ctx.finding(
         "EV031", relative, 1, 1,
         f"`{name}` in pages/ is not a page (pages are `.md` files); keep other files in "
-        f"assets/: run `{fix}`", fix)
+        f"assets/: run `{fix}`", fix), relative, target)
 
 
 def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
@@ -67,14 +78,15 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
         if target in ("", ".md", name):
             return ctx.finding(code, document.path, 1, 1, f"{note.message}; rename it")
         fix = _move(ctx, document.path, PAGES_PREFIX + target)
-        return ctx.finding(code, document.path, 1, 1, f"{note.message}; run `{fix}`", fix)
+        finding = ctx.finding(code, document.path, 1, 1, f"{note.message}; run `{fix}`", fix)
+        return _renaming(ctx, finding, document.path, PAGES_PREFIX + target)
     normalized = engine.normalize_page_name(name)
     if normalized != name:
         fix = _move(ctx, document.path, PAGES_PREFIX + normalized)
-        return ctx.finding(
+        return _renaming(ctx, ctx.finding(
             "EV031", document.path, 1, 1,
             f"page name `{name}` is not in Unicode NFC form, so engines look for "
-            f"`{normalized}` instead; run `{fix}`", fix)
+            f"`{normalized}` instead; run `{fix}`", fix), document.path, PAGES_PREFIX + normalized)
     return None
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from echoes_lint import engine
-from echoes_lint.findings import Finding
+from echoes_lint.findings import SAFE, Finding
 from echoes_lint.rules.context import INDEX_PATH, Context
 
 CODES = frozenset({"EV020", "EV021", "EV022"})
@@ -17,16 +18,19 @@ def check(ctx: Context) -> Iterator[Finding]:
     readiness = engine.git_readiness(ctx.scan.git, ctx.scan.durable)
     for relative in readiness["trackedLocalFiles"]:
         fix = f"git rm --cached -- {engine.shell_quote(ctx.path(relative))}"
+        # Only the index entry goes: the file stays on disk.
+        command: tuple[str, ...] = ("rm", "--cached", "-q", "--", ctx.path(relative))
         if relative == INDEX_PATH:
-            yield ctx.finding(
+            finding = ctx.finding(
                 "EV020", relative, 1, 1,
                 f"`{ctx.path(relative)}` is tracked or staged, but the index is generated locally "
                 f"and must never be committed; run `{fix}` (the file stays on disk)", fix)
         else:
-            yield ctx.finding(
+            finding = ctx.finding(
                 "EV021", relative, 1, 1,
                 f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
                 f"run `{fix}` (the file stays on disk)", fix)
+        yield dataclasses.replace(finding, command=command, applicability=SAFE)
     tracked = frozenset(ctx.scan.git.tracked)
     for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
                      ("ignoredDurableFiles", "is ignored by Git")):
@@ -44,9 +48,11 @@ def check(ctx: Context) -> Iterator[Finding]:
                     f"would not reach the team; remove the rule that `{fix}` shows", fix)
                 continue
             fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
-            yield ctx.finding(
+            added = ("add", *force.split(), "--", ctx.path(relative))
+            yield dataclasses.replace(ctx.finding(
                 "EV022", relative, 1, 1,
-                f"{what} {how}, so it never reaches the team; run `{fix}`", fix)
+                f"{what} {how}, so it never reaches the team; run `{fix}`", fix),
+                command=added, applicability=SAFE)
 
 
 DURABLE_PREFIXES = tuple(f"{engine.VAULT_DIR}/{folder}/" for folder in engine.DURABLE_DIRS)
