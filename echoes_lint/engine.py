@@ -877,6 +877,18 @@ INDEX_HEADER = (
 )
 DEPRECATED_PREFIX = "DEPRECATED — "
 _INDEX_ROW = re.compile(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
+# The longest index row in UTF-8 bytes, newline included: a stem is a file name of at most 255
+# UTF-16 units (NTFS; 255 bytes elsewhere), and its NFC form is never longer than its canonical
+# decomposition, at most 9 bytes a unit (U+0CCB); a summary is at most 160 characters of at most
+# 4 bytes, after the deprecation prefix.
+INDEX_ROW_MAX_BYTES = (len("- [[]]: \n") + 9 * 255 + len(DEPRECATED_PREFIX.encode("utf-8"))
+                       + 4 * SUMMARY_MAX_LENGTH)
+
+
+def index_size_limit(pages: int) -> int:
+    """The read limit of the index of a vault of `pages` pages: never below the largest index
+    the engine renders for them, so no vault it accepts gets an index it cannot read back."""
+    return max(MAX_TEXT_BYTES, len(INDEX_HEADER.encode("utf-8")) + 1 + pages * INDEX_ROW_MAX_BYTES)
 
 
 def index_summary(summary: str, deprecated: bool) -> str:
@@ -1367,21 +1379,22 @@ def read_document(workspace: Path, relative: str, page: bool) -> Document:
     return _load_document(os.path.join(workspace, relative), relative, page)[0]
 
 
-def _load_document(path: str, relative: str, page: bool,
+def _load_document(path: str, relative: str, page: bool, limit: int = MAX_TEXT_BYTES,
                    ) -> Tuple[Document, Optional[os.stat_result]]:
     try:
-        data, info = _read_file(path)
+        data, info = _read_file(path, limit)
     except OSError as exc:
         unreadable = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
         return Document(relative, None, unreadable, []), None
-    return document_from_bytes(relative, data, page), info
+    return document_from_bytes(relative, data, page, limit), info
 
 
-def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
+def document_from_bytes(relative: str, data: bytes, page: bool,
+                        limit: int = MAX_TEXT_BYTES) -> Document:
     """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter).
     Bytes from elsewhere than the disk (a staged blob) get the same size limit as a file."""
-    if len(data) > MAX_TEXT_BYTES:
-        too_large = f"file is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB"
+    if len(data) > limit:
+        too_large = f"file is larger than {limit // (1024 * 1024)} MiB"
         return Document(relative, None, Problem("unreadable", f"cannot read file: {too_large}"), [])
     text, problem = decode_text(data)
     if text is None:
@@ -1580,6 +1593,7 @@ def finish_scan(scan: Scan) -> None:
 
 def _walk_vault(scan: Scan, vault: Path) -> None:
     pending = [(str(vault), VAULT_DIR)]
+    index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     while pending:
         directory, relative_dir = pending.pop()
         try:
@@ -1612,22 +1626,36 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
                 if kind in ("page", "daily", "markdown"):
                     scan.unreadable.append(relative)
                 continue
-            info: Optional[os.stat_result] = None
-            if kind == "nested" and entry.name[-3:].casefold() == ".md":
-                kind = "markdown"  # not a page, but its conflict markers count (spec 16)
-            document_kind = kind in ("page", "daily", "markdown")
-            if document_kind:
-                document, info = _load_document(entry.path, relative, kind == "page")
-                file_document(scan, document, kind)
-            if info is None:  # also a document too large or unreadable: it still exists
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    if not document_kind:  # a document's own problem says it already
-                        scan.unreadable.append(relative)
-            if info is not None and stat.S_ISREG(info.st_mode):
-                scan.files[relative] = (info.st_size, info.st_mtime)
+            if relative == _INDEX_PATH:
+                index = (entry, relative, kind)  # its read limit follows the number of pages
+                continue
+            _walk_file(scan, entry, relative, kind)
+    if index is not None:
+        _walk_file(scan, *index, limit=index_size_limit(len(scan.pages)))
     finish_scan(scan)
+
+
+_INDEX_PATH = f"{VAULT_DIR}/{INDEX_FILE}"
+
+
+def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
+               limit: int = MAX_TEXT_BYTES) -> None:
+    """File one regular file of the walk: read it when it is vault Markdown, record its size."""
+    info: Optional[os.stat_result] = None
+    if kind == "nested" and entry.name[-3:].casefold() == ".md":
+        kind = "markdown"  # not a page, but its conflict markers count (spec 16)
+    document_kind = kind in ("page", "daily", "markdown")
+    if document_kind:
+        document, info = _load_document(entry.path, relative, kind == "page", limit)
+        file_document(scan, document, kind)
+    if info is None:  # also a document too large or unreadable: it still exists
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            if not document_kind:  # a document's own problem says it already
+                scan.unreadable.append(relative)
+    if info is not None and stat.S_ISREG(info.st_mode):
+        scan.files[relative] = (info.st_size, info.st_mtime)
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -2520,10 +2548,15 @@ def page_content(value: object, filename: str) -> str:
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip() + "\n"
     if _SURROGATE.search(text):
         raise VaultError(f"The content of {filename} holds a lone surrogate (not Unicode text).")
+    check_page_size(text, filename)
+    return text
+
+
+def check_page_size(text: str, filename: str) -> None:
+    """Refuse a page every engine's read limit would refuse once it is stored."""
     if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
         raise VaultError(f"The content of {filename} is larger than "
                          f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
-    return text
 
 
 def prepare_page_text(item: object) -> Tuple[str, str]:
@@ -2539,6 +2572,7 @@ def prepare_page_text(item: object) -> Tuple[str, str]:
         meta = parse_frontmatter(content)
         if meta.summary is None and only_summary_missing(meta.problems):
             content = inject_summary(content, meta, summary)
+            check_page_size(content, filename)
         elif meta.summary is not None and meta.summary != summary:
             raise VaultError(f"`indexDescription` and `summary` of {filename} differ; "
                              "send only `summary`.")
@@ -2585,7 +2619,13 @@ def plan_summary_migrations(pages: Sequence[Document], index_text: Optional[str]
         except VaultError as exc:
             errors[document.name] = str(exc)
             continue
-        migrated[document.name] = inject_summary(document.text, document.meta, summary)
+        text = inject_summary(document.text, document.meta, summary)
+        try:
+            check_page_size(text, document.name)
+        except VaultError as exc:
+            errors[document.name] = f"{str(exc).rstrip('.')} once its summary is added"
+            continue
+        migrated[document.name] = text
     return migrated, errors
 
 
@@ -2739,20 +2779,21 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
     return workspace.joinpath(*parts)
 
 
-def current_bytes(workspace: Path, relative: str) -> Optional[bytes]:
+def current_bytes(workspace: Path, relative: str, limit: int = MAX_TEXT_BYTES,
+                  ) -> Optional[bytes]:
     """The bytes of a managed file, or None when it does not exist."""
     path = managed_path(workspace, relative)
     try:
-        return read_bytes(path)
+        return read_bytes(path, limit)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise VaultError(f"Cannot read {relative}: {exc.strerror or exc}") from exc
 
 
-def managed_text(workspace: Path, relative: str) -> Optional[str]:
+def managed_text(workspace: Path, relative: str, limit: int = MAX_TEXT_BYTES) -> Optional[str]:
     """A managed text file exactly as stored (no newline normalisation), or None."""
-    data = current_bytes(workspace, relative)
+    data = current_bytes(workspace, relative, limit)
     if data is None:
         return None
     try:
@@ -3085,6 +3126,21 @@ class VaultLock:
 # and every knowledge file must still hold its old or its new content.
 INTENT_VERSION = 2
 INTENT_MAX_BYTES = 4 * MAX_PAYLOAD_BYTES
+
+
+def intent_size_limit(pages: int) -> int:
+    """The size limit of an intent in a vault of `pages` pages: the files a payload brings (the
+    payload bounds them) and the index, every byte of which JSON may write as six."""
+    return INTENT_MAX_BYTES + 6 * index_size_limit(pages)
+
+
+def count_page_files(workspace: Path) -> int:
+    try:
+        with os.scandir(workspace / VAULT_DIR / "pages") as entries:
+            return sum(1 for entry in entries if is_page_file_name(entry.name))
+    except OSError:
+        return 0
+
 COMPLETE_COMMAND = f"python3 {RUNTIME_PATH} --workspace . rebuild-index"
 DISCARD_COMMAND = f"{COMPLETE_COMMAND} --discard-interrupted-write"
 _DAILY_ENTRY_PATH = re.compile(
@@ -3202,14 +3258,16 @@ class ChangeSet:
         # False while an intent is pending that this command must neither apply nor overwrite.
         self.journal = True
         self.vault = vault_identity(workspace)
+        # The pages of the index this change set writes: they bound its size, and the intent's.
+        self.pages = 0
 
     def directory(self, relative: str) -> None:
         if not managed_path(self.workspace, relative, directory=True).is_dir():
             self.directories.append(relative)
 
-    def put(self, relative: str, content: str) -> bool:
+    def put(self, relative: str, content: str, limit: int = MAX_TEXT_BYTES) -> bool:
         """Plan `relative` to hold `content`; False when it already does."""
-        current = current_bytes(self.workspace, relative)
+        current = current_bytes(self.workspace, relative, limit)
         if current == content.encode("utf-8"):
             return False
         check_name_length(self.workspace, relative)
@@ -3227,10 +3285,10 @@ class ChangeSet:
             "writes": [dataclasses.asdict(write) for write in self.writes],
         }
         data = json.dumps(record, ensure_ascii=False).encode("utf-8")
-        if len(data) > INTENT_MAX_BYTES:
+        limit = intent_size_limit(self.pages)
+        if len(data) > limit:
             raise VaultError(f"This change is too large to record safely (over "
-                             f"{INTENT_MAX_BYTES // (1024 * 1024)} MiB); split it. Nothing was "
-                             "changed.")
+                             f"{limit // (1024 * 1024)} MiB); split it. Nothing was changed.")
         return data
 
     def check_vault(self) -> None:
@@ -3353,8 +3411,11 @@ def parse_intent(data: bytes) -> Intent:
 def read_intent_file(workspace: Path) -> Optional[bytes]:
     """The intent file's bytes, or None when there is none; VaultError when it is no file."""
     path = workspace / INTENT_PATH
+    if not os.path.lexists(path):
+        return None
     try:
-        return read_bytes(managed_path(workspace, INTENT_PATH), INTENT_MAX_BYTES)
+        return read_bytes(managed_path(workspace, INTENT_PATH),
+                          intent_size_limit(count_page_files(workspace)))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -3420,8 +3481,11 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
         for number, write in enumerate(intent.writes, 1):
             sweep_temporaries(managed_path(workspace, write.path).parent,
                               write.path.rpartition("/")[2])
-            current = current_bytes(workspace, write.path)
             wanted = write.content.encode("utf-8")
+            # The old index was read with the limit of the pages it was written for.
+            limit = (index_size_limit(write.content.count("\n- [[")) if write.path == _INDEX_PATH
+                     else MAX_TEXT_BYTES)
+            current = current_bytes(workspace, write.path, limit)
             if current == wanted:
                 continue
             if digest(current) != write.before:
@@ -3432,9 +3496,11 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
         index = f"{VAULT_DIR}/{INDEX_FILE}"
         if index in superseded:  # rewritten meanwhile (`hydrate`): rebuild it from the pages
             with contextlib.suppress(VaultError):
-                rendered = build_index(prospective_pages(read_pages(workspace), {}))
+                entries = prospective_pages(read_pages(workspace), {})
+                rendered = build_index(entries)
                 superseded.remove(index)
-                if current_bytes(workspace, index) != rendered.encode("utf-8"):
+                if current_bytes(workspace, index, index_size_limit(len(entries))
+                                 ) != rendered.encode("utf-8"):
                     replace_file(workspace, index, rendered.encode("utf-8"), "recover:index")
                     rewritten.append(index)
         remove_file(workspace, INTENT_PATH)
@@ -3473,7 +3539,8 @@ def discard_intent(workspace: Path) -> Optional[Dict[str, Any]]:
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise VaultError(f"{INTENT_PATH} is not a file; remove it by hand and retry.")
     try:
-        intent: Optional[Intent] = parse_intent(read_bytes(path, INTENT_MAX_BYTES))
+        intent: Optional[Intent] = parse_intent(read_bytes(
+            path, intent_size_limit(count_page_files(workspace))))
     except (OSError, ValueError):
         intent = None
     for write in intent.writes if intent else ():
@@ -3776,7 +3843,10 @@ def plan_adapters(changes: ChangeSet, runtime_updated: bool,
         except VaultError:  # a symlink (say CLAUDE.md -> AGENTS.md) or not UTF-8: leave it be
             outcomes[relative] = "conflict"
             continue
-        if changes.put(relative, apply_guide_block(current, relative)):
+        guide = apply_guide_block(current, relative)
+        if len(guide.encode("utf-8")) > MAX_TEXT_BYTES:  # engines could not read it back
+            outcomes[relative] = "conflict"
+        elif changes.put(relative, guide):
             guides.append(relative)
     for relative in SKILL_PATHS:
         outcomes[relative] = plan_generated(changes, relative, SKILL_TEXT, is_managed_adapter)
@@ -3811,7 +3881,8 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[s
     """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
     VaultError, and since nothing is written before `commit`, the old index stays."""
     rendered = build_index(entries)
-    rebuilt = changes.put(f"{VAULT_DIR}/{INDEX_FILE}", rendered)
+    changes.pages = len(entries)
+    rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
             "sha256": sha256_text(rendered)}, rendered
 
@@ -3863,6 +3934,9 @@ def plan_daily_entry(changes: ChangeSet, kind: str, agent: Optional[str], body: 
         below, text = daily_entry(kind, _dt.datetime.now(_dt.timezone.utc), agent, body,
                                   secrets.token_hex(4))
         relative = f"{VAULT_DIR}/daily/{below}"
+        if len(text.encode("utf-8")) > MAX_TEXT_BYTES:  # the body is bounded, not its heading
+            raise VaultError(f"The {kind} entry with its heading is larger than "
+                             f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB; shorten it.")
         if not os.path.lexists(managed_path(changes.workspace, relative)):
             changes.put(relative, text)
             return relative
@@ -3885,7 +3959,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         runtime_updated = plan_runtime(changes, missing_only=False)
         adapters = plan_adapters(changes, runtime_updated, ignore_updated)
         pages = read_pages(workspace)
-        index_text = managed_text(workspace, f"{VAULT_DIR}/{INDEX_FILE}")
+        index_text = managed_text(workspace, _INDEX_PATH, index_size_limit(len(pages)))
         migrated, failures = plan_summary_migrations(pages, index_text)
         for name, text in migrated.items():
             changes.put(f"{VAULT_DIR}/pages/{name}", text)
