@@ -287,9 +287,10 @@ _MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
 
 def marker_lines(text: str) -> List[Tuple[int, str]]:
     """Every conflict-marker line as (1-based line, marker character: '<', '|', '=' or '>')."""
-    # Substring tests first: they are far cheaper than any regex over a whole page.
-    if ("<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text
-            and "|||||||" not in text):
+    # Character tests first (memchr), then substrings: both are far cheaper than the regex.
+    if (("<" not in text or "<<<<<<<" not in text) and ("=" not in text or "=======" not in text)
+            and (">" not in text or ">>>>>>>" not in text)
+            and ("|" not in text or "|||||||" not in text)):
         return []
     # One pass over the whole text, counting lines only between matches: no list of lines,
     # and linear however many markers there are.
@@ -370,6 +371,8 @@ def fold_name(value: str) -> str:
     """The identity of a name on case-insensitive, normalising filesystems: NFC, then casefold.
 
     `str.casefold` (not `lower`) makes `Straße` equal `STRASSE`."""
+    if value.isascii():  # the common name: NFC leaves ASCII alone, and casefold is lower
+        return value.lower()
     return nfc(nfc(value).casefold())
 
 
@@ -581,7 +584,7 @@ def decode_summary(value: str, slug: Optional[str] = None,
     candidate = value.strip()
     if not candidate:
         return None, ("frontmatter-empty-value", "`summary` must not be empty")
-    row = _INDEX_ROW.match(candidate)
+    row = _INDEX_ROW.match(candidate) if candidate.startswith("- [[") else None
     if row:
         if slug is not None and row.group(1) != slug:
             return None, ("summary-invalid", f"links [[{row.group(1)}]], not [[{slug}]]")
@@ -604,7 +607,7 @@ class _Lines:
     """Maps offsets in the trimmed page back to the file's own lines and columns."""
 
     def __init__(self, text: str, trimmed: str) -> None:
-        lead = len(text) - len(text.lstrip())
+        lead = len(text) - len(text.lstrip()) if text[:1].isspace() else 0
         self.trimmed = trimmed
         self.first_line = text.count("\n", 0, lead) + 1
         self.first_col = lead - (text.rfind("\n", 0, lead) + 1)

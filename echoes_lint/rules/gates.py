@@ -14,7 +14,7 @@ CODES = frozenset({"EV042", "EV045", "EV046"})
 
 def _not_utf8(path: str) -> bool:
     # os.fsdecode turns each byte that is not UTF-8 into a lone surrogate U+DC80..U+DCFF.
-    return any("\udc80" <= char <= "\udcff" for char in path)
+    return not path.isascii() and any("\udc80" <= char <= "\udcff" for char in path)
 
 
 def check(ctx: Context) -> Iterator[Finding]:

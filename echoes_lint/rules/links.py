@@ -155,23 +155,34 @@ def _target(inner: str) -> str:
 
 def check(ctx: Context) -> Iterator[Yielded]:
     targets: Optional[_Targets] = None
+    # Whether the text between the brackets of a link resolves, for the whole vault: most links
+    # repeat, and a page may link 200,000 times to one target.
+    verdicts: dict[str, bool] = {}
+
+    def resolves(inner: str) -> bool:
+        nonlocal targets
+        verdict = verdicts.get(inner)
+        if verdict is None:
+            target = _target(inner)
+            if target and targets is None:
+                targets = _Targets(ctx.vault_paths())
+            # An empty target (`[[#heading]]`) points into the same page.
+            verdict = verdicts[inner] = not target or targets is not None and \
+                targets.resolves(target)
+        return verdict
+
     for document in [*ctx.scan.pages, *ctx.scan.daily]:
-        if document.text is None or "[[" not in document.text:
+        text = document.text
+        if text is None or "[[" not in text:
+            continue
+        # Without code, the links are exactly the matches in the text (frontmatter's too): when
+        # every one resolves, which is the common page, nothing is located or reported.
+        if "`" not in text and "~~~" not in text and all(map(resolves, _LINK.findall(text))):
             continue
         meta = document.meta
         first = meta.body_start if meta is not None and meta.close_line else 1
-        verdicts: dict[str, bool] = {}  # a page may link 200,000 times to one target
-        broken = []
-        for link in links(document.text, first):
-            target = _target(link.inner)
-            if not target:
-                continue  # `[[#heading]]` points into the same page.
-            if targets is None:
-                targets = _Targets(ctx.vault_paths())
-            if target not in verdicts:
-                verdicts[target] = targets.resolves(target)
-            if not verdicts[target]:
-                broken.append((link, target))
+        broken = [(link, _target(link.inner)) for link in links(text, first)
+                  if not resolves(link.inner)]
         yield from limited(broken, functools.partial(_finding, ctx, document.path))
 
 

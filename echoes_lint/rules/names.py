@@ -59,8 +59,14 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
         f"assets/: run `{fix}`", fix)
 
 
+# A name that is its own NFC `<stem>.md`, with no note: most page names; nothing to check.
+_PLAIN_PAGE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.md")
+
+
 def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     name = document.name
+    if _PLAIN_PAGE.fullmatch(name):
+        return None
     for note in engine.page_name_notes(name):
         code = NOTE_CODES[note.kind]
         target = engine.page_stem(name).lstrip(".") + ".md" if code != "EV034" else ""
