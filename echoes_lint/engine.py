@@ -461,11 +461,26 @@ def stem_identity(filename: str) -> str:
     return page_stem(filename).casefold()
 
 
+def fold_names(names: Sequence[str]) -> List[str]:
+    """`fold_name` of every name, folded all at once (three passes in C instead of a call per
+    name): NUL, which no name holds, is a boundary for NFC and case folding alike."""
+    joined = "\0".join(names)
+    if joined.count("\0") != len(names) - 1:
+        return [fold_name(name) for name in names]
+    if joined.isascii():
+        return joined.lower().split("\0") if names else []
+    return nfc(nfc(joined).casefold()).split("\0") if names else []
+
+
 def name_collisions(names: Iterable[str]) -> List[List[str]]:
     """Groups of two or more names that are one name after NFC and case folding."""
+    names = list(names)
+    keys = fold_names(names)
+    if len(set(keys)) == len(keys):  # the common vault: no two names fold alike
+        return []
     groups: Dict[str, List[str]] = {}
-    for name in names:
-        groups.setdefault(fold_name(name), []).append(name)
+    for name, key in zip(names, keys):
+        groups.setdefault(key, []).append(name)
     return sorted(sorted(group) for group in groups.values() if len(group) > 1)
 
 
@@ -1130,7 +1145,9 @@ def split_nul(output: Optional[bytes]) -> List[str]:
     """NUL-separated git paths (from `-z`), decoded without mangling non-ASCII names."""
     if not output:
         return []
-    return [os.fsdecode(item) for item in output.split(b"\0") if item]
+    # One decode of the whole output is os.fsdecode of each item: NUL ends every name.
+    text = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    return [item for item in text.split("\0") if item]
 
 
 def resolve_workspace(value: Optional[str]) -> Path:
@@ -1243,7 +1260,7 @@ def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> D
         durable = [path for path in (*facts.untracked, *facts.ignored) if is_durable_path(path)]
     candidates = set(durable)
     ignored_paths = set(facts.ignored)
-    tracked_local = sorted(set(facts.tracked) & set(LOCAL_ONLY_PATHS))
+    tracked_local = sorted(set(LOCAL_ONLY_PATHS).intersection(facts.tracked))
     untracked = sorted(candidates & set(facts.untracked))
     ignored = sorted(candidates & ignored_paths)
     return {

@@ -18,6 +18,7 @@ from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
 
 CODES = frozenset({"EV050"})
+PAGES_PREFIX = f"{VAULT_PREFIX}pages/"
 
 # A literal `[[` prefix lets the regex engine skip ahead; a `!` before it makes an embed.
 _LINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
@@ -164,11 +165,18 @@ def check(ctx: Context) -> Iterator[Yielded]:
         verdict = verdicts.get(inner)
         if verdict is None:
             target = _target(inner)
-            if target and targets is None:
-                targets = _Targets(ctx.vault_paths())
-            # An empty target (`[[#heading]]`) points into the same page.
-            verdict = verdicts[inner] = not target or targets is not None and \
-                targets.resolves(target)
+            if not target:  # `[[#heading]]` points into the same page.
+                verdict = True
+            elif (not ctx.gitlinks and "/" not in target
+                  and f"{PAGES_PREFIX}{target}.md" in ctx.index):
+                # A page Git knows by exactly this name: no need to gather every vault name,
+                # which a one-file hook would otherwise do for its first link.
+                verdict = True
+            else:
+                if targets is None:
+                    targets = _Targets(ctx.vault_paths())
+                verdict = targets.resolves(target)
+            verdicts[inner] = verdict
         return verdict
 
     for document in [*ctx.scan.pages, *ctx.scan.daily]:

@@ -27,7 +27,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 "EV021", relative, 1, 1,
                 f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
                 f"run `{fix}` (the file stays on disk)", fix)
-    tracked = frozenset(ctx.scan.git.tracked)
+    tracked = ctx.index  # Git's index: the tracked paths, as a set
     for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
                      ("ignoredDurableFiles", "is ignored by Git")):
         force = "-f " if key == "ignoredDurableFiles" else ""
