@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shlex
 import signal
 import stat
@@ -2864,7 +2863,7 @@ def stage_file(workspace: Path, relative: str, data: bytes, step: str) -> Tuple[
         mode: Optional[int] = stat.S_IMODE(os.lstat(path).st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    temporary = path.with_name(f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_BINARY", 0))
     descriptor = os.open(temporary, flags, 0o666)
@@ -2988,7 +2987,7 @@ class VaultLock:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.path = workspace / LOCK_PATH
-        self.token = f"{os.getpid()}-{secrets.token_hex(8)}@{_hostname()}"
+        self.token = f"{os.getpid()}-{os.urandom(8).hex()}@{_hostname()}"
         self.created_directory = False
 
     def __enter__(self) -> VaultLock:
@@ -3112,7 +3111,7 @@ class VaultLock:
         seen = self._stale(self.path)
         if seen is None:
             return True
-        aside = self.path.with_name(f".lock.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        aside = self.path.with_name(f".lock.{os.urandom(4).hex()}{TEMP_SUFFIX}")
         try:
             os.rename(self.path, aside)
         except FileNotFoundError:
@@ -3958,7 +3957,7 @@ def plan_daily_entry(changes: ChangeSet, kind: str, agent: Optional[str], body: 
     """Plan one new, uniquely named daily entry; returns its workspace-relative path."""
     while True:
         below, text = daily_entry(kind, _dt.datetime.now(_dt.timezone.utc), agent, body,
-                                  secrets.token_hex(4))
+                                  os.urandom(4).hex())
         relative = f"{VAULT_DIR}/daily/{below}"
         if len(text.encode("utf-8")) > MAX_TEXT_BYTES:  # the body is bounded, not its heading
             raise VaultError(f"The {kind} entry with its heading is larger than "
