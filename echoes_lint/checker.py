@@ -293,8 +293,8 @@ def _whole_context(root: Path, prefix: str, git: bool) -> Context:
     index = frozenset(scan.git.tracked) if available else frozenset()
     # A tracked vault path that the walk did not find as a file is deleted, or a gitlink (a
     # submodule: a folder on disk, empty in a clone without --recursive).
-    gitlinks = frozenset(path for path in index if path.startswith(VAULT + "/")
-                         and path not in scan.files and os.path.isdir(root / path)
+    gitlinks = frozenset(path for path in index.difference(scan.files)
+                         if path.startswith(VAULT + "/") and os.path.isdir(root / path)
                          and not os.path.islink(root / path))
     return Context(scan, prefix, available, index, None, lambda: _staged_changes(root),
                    gitlinks=gitlinks)

@@ -377,6 +377,8 @@ def fold_name(value: str) -> str:
 
 def page_sort_key(filename: str) -> Tuple[str, str]:
     """Index order (spec section 8): NFC name case-folded, then the NFC name itself."""
+    if filename.isascii():  # NFC leaves ASCII alone, and casefold is lower
+        return filename.lower(), filename
     normalized = nfc(filename)
     return normalized.casefold(), normalized
 

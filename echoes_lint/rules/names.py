@@ -112,8 +112,14 @@ def check(ctx: Context) -> Iterator[Finding]:
     yield from _too_long(ctx)
 
 
+# A name of this many characters or fewer cannot overflow: UTF-8 takes at most 4 bytes a one.
+_SHORT_NAME = (engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD) // 4
+
+
 def _too_long(ctx: Context) -> Iterator[Finding]:
     for document in ctx.scan.pages:
+        if len(document.name) <= _SHORT_NAME:
+            continue
         length = engine.temporary_name_overflow(document.name)
         if length is not None:
             limit = engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD
