@@ -79,6 +79,22 @@ def _index_is_current(repo: Path, pages: int) -> None:
     assert health["indexBuildErrors"] == [] and health["indexTopics"] == pages
 
 
+def test_every_writer_replaces_an_index_over_the_limit(git_repo: Path) -> None:
+    # An index left by a larger vault (another branch, pages deleted) may pass the limit of the
+    # pages there are now: it is replaced, never a reason to refuse.
+    init_vault(git_repo)
+    _pages(git_repo, 3)
+    index = git_repo / INDEX
+    for command, payload in ((("rebuild-index",), None),
+                             (("upsert", "--payload", "-"),
+                              {"filename": "new.md", "content": page_text("New.")}),
+                             (("start",), None)):
+        index.write_bytes(b"- [[x]]: y\n" * (engine.index_size_limit(4) // 10))
+        completed = cli(git_repo, *command, payload=payload)
+        assert completed.returncode == 0, completed.stderr
+        assert index.read_text(encoding="utf-8").startswith(engine.INDEX_HEADER)
+
+
 def test_an_entry_whose_heading_would_pass_the_limit_is_refused(git_repo: Path) -> None:
     init_vault(git_repo)
     message = refused(cli(git_repo, "append", "--payload", "-",
