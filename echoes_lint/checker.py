@@ -16,8 +16,10 @@ findings are relative to the repository root.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -157,9 +159,10 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
             context = _files_context(root, prefix, files, index, "EV022" in enabled)
 
     findings: list[Finding] = []
-    for codes, check in FAMILIES:
-        if codes & enabled:
-            findings.extend(finding for finding in check(context) if finding.code in enabled)
+    with engine._PausedGC():  # as the engine's own scan: the rules allocate, the vault is large
+        for codes, check in FAMILIES:
+            if codes & enabled:
+                findings.extend(finding for finding in check(context) if finding.code in enabled)
     findings = _apply_suppressions(findings, context, config, enabled, protected)
     if excludes:
         findings = [finding for finding in findings if finding.code in protected
@@ -328,8 +331,8 @@ def _whole_context(root: Path, prefix: str, git: bool) -> Context:
     index = frozenset(scan.git.tracked) if available else frozenset()
     # A tracked vault path that the walk did not find as a file is deleted, or a gitlink (a
     # submodule: a folder on disk, empty in a clone without --recursive).
-    gitlinks = frozenset(path for path in index if path.startswith(VAULT + "/")
-                         and path not in scan.files and os.path.isdir(root / path)
+    gitlinks = frozenset(path for path in index.difference(scan.files)
+                         if path.startswith(VAULT + "/") and os.path.isdir(root / path)
                          and not os.path.islink(root / path))
     return Context(scan, prefix, available, index, None, lambda: _staged_changes(root),
                    gitlinks=gitlinks)
@@ -367,7 +370,7 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
         index, gitlinks = _ls_files(root)
         outside = [path for path in scan.files if path not in index] if untracked else []
         ignored = _ignored(root, outside) if outside else set()
-        scan.git = engine.GitFacts(True, tuple(sorted(index)),
+        scan.git = engine.GitFacts(True, tuple(index),
                                    tuple(path for path in outside if path not in ignored),
                                    tuple(sorted(ignored)))
     _read_marker(scan, index if git else None)
@@ -396,7 +399,7 @@ def _staged_context(root: Path, prefix: str) -> Context:
             scan.files[path] = (len(blobs[sha]), 0.0)
             _classify(scan, path, load)
     index, gitlinks = _ls_files(root)
-    scan.git = engine.GitFacts(True, tuple(sorted(index)))
+    scan.git = engine.GitFacts(True, tuple(index))
     _read_marker(scan, index, contents.get(MARKER_PATH))
     engine.finish_scan(scan)
     return Context(scan, prefix, True, index, frozenset(scan.files) | frozenset(scan.symlinks),
@@ -461,13 +464,20 @@ GITLINK_MODE = "160000"
 
 def _ls_files(root: Path) -> tuple[frozenset[str], frozenset[str]]:
     """(paths in Git's index under the Git scope, the gitlinks among them)."""
-    paths, gitlinks = set(), set()
-    for entry in _git(root, ["ls-files", "-z", "--cached", "--stage", "--", *_GIT_SCOPE]):
-        meta, _, path = entry.partition("\t")  # `<mode> <id> <stage>\t<path>`
-        paths.add(path)
-        if meta.startswith(GITLINK_MODE):
-            gitlinks.add(path)
-    return frozenset(paths), frozenset(gitlinks)
+    output, cause = engine.git_output(root, ["ls-files", "-z", "--cached", "--stage", "--",
+                                             *_GIT_SCOPE])
+    if output is None:
+        raise _git_problem(root, cause)
+    entries = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    # Each entry is `<mode> <id> <stage>\t<path>`: one pattern over all of them, not a loop.
+    paths = frozenset(_STAGE_PATH.findall(entries))
+    gitlinks = (frozenset(_GITLINK_PATH.findall(entries)) if f"{GITLINK_MODE} " in entries
+                else frozenset())
+    return paths, gitlinks
+
+
+_STAGE_PATH = re.compile(r"[^\t\0]*\t([^\0]*)")
+_GITLINK_PATH = re.compile(rf"(?:^|\0){GITLINK_MODE} [^\t\0]*\t([^\0]*)")
 
 
 def _ignored(root: Path, paths: Sequence[str]) -> set[str]:

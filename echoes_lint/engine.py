@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shlex
 import signal
 import stat
@@ -289,9 +288,10 @@ _MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
 
 def marker_lines(text: str) -> List[Tuple[int, str]]:
     """Every conflict-marker line as (1-based line, marker character: '<', '|', '=' or '>')."""
-    # Substring tests first: they are far cheaper than any regex over a whole page.
-    if ("<<<<<<<" not in text and "=======" not in text and ">>>>>>>" not in text
-            and "|||||||" not in text):
+    # Character tests first (memchr), then substrings: both are far cheaper than the regex.
+    if (("<" not in text or "<<<<<<<" not in text) and ("=" not in text or "=======" not in text)
+            and (">" not in text or ">>>>>>>" not in text)
+            and ("|" not in text or "|||||||" not in text)):
         return []
     # One pass over the whole text, counting lines only between matches: no list of lines,
     # and linear however many markers there are.
@@ -372,11 +372,15 @@ def fold_name(value: str) -> str:
     """The identity of a name on case-insensitive, normalising filesystems: NFC, then casefold.
 
     `str.casefold` (not `lower`) makes `Straße` equal `STRASSE`."""
+    if value.isascii():  # the common name: NFC leaves ASCII alone, and casefold is lower
+        return value.lower()
     return nfc(nfc(value).casefold())
 
 
 def page_sort_key(filename: str) -> Tuple[str, str]:
     """Index order (spec section 8): NFC name case-folded, then the NFC name itself."""
+    if filename.isascii():  # NFC leaves ASCII alone, and casefold is lower
+        return filename.lower(), filename
     normalized = nfc(filename)
     return normalized.casefold(), normalized
 
@@ -460,11 +464,26 @@ def stem_identity(filename: str) -> str:
     return page_stem(filename).casefold()
 
 
+def fold_names(names: Sequence[str]) -> List[str]:
+    """`fold_name` of every name, folded all at once (three passes in C instead of a call per
+    name): NUL, which no name holds, is a boundary for NFC and case folding alike."""
+    joined = "\0".join(names)
+    if joined.count("\0") != len(names) - 1:
+        return [fold_name(name) for name in names]
+    if joined.isascii():
+        return joined.lower().split("\0") if names else []
+    return nfc(nfc(joined).casefold()).split("\0") if names else []
+
+
 def name_collisions(names: Iterable[str]) -> List[List[str]]:
     """Groups of two or more names that are one name after NFC and case folding."""
+    names = list(names)
+    keys = fold_names(names)
+    if len(set(keys)) == len(keys):  # the common vault: no two names fold alike
+        return []
     groups: Dict[str, List[str]] = {}
-    for name in names:
-        groups.setdefault(fold_name(name), []).append(name)
+    for name, key in zip(names, keys):
+        groups.setdefault(key, []).append(name)
     return sorted(sorted(group) for group in groups.values() if len(group) > 1)
 
 
@@ -583,7 +602,7 @@ def decode_summary(value: str, slug: Optional[str] = None,
     candidate = value.strip()
     if not candidate:
         return None, ("frontmatter-empty-value", "`summary` must not be empty")
-    row = _INDEX_ROW.match(candidate)
+    row = _INDEX_ROW.match(candidate) if candidate.startswith("- [[") else None
     if row:
         if slug is not None and row.group(1) != slug:
             return None, ("summary-invalid", f"links [[{row.group(1)}]], not [[{slug}]]")
@@ -606,7 +625,7 @@ class _Lines:
     """Maps offsets in the trimmed page back to the file's own lines and columns."""
 
     def __init__(self, text: str, trimmed: str) -> None:
-        lead = len(text) - len(text.lstrip())
+        lead = len(text) - len(text.lstrip()) if text[:1].isspace() else 0
         self.trimmed = trimmed
         self.first_line = text.count("\n", 0, lead) + 1
         self.first_col = lead - (text.rfind("\n", 0, lead) + 1)
@@ -924,6 +943,18 @@ INDEX_HEADER = (
 )
 DEPRECATED_PREFIX = "DEPRECATED — "
 _INDEX_ROW = re.compile(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
+# The longest index row in UTF-8 bytes, newline included: a stem is a file name of at most 255
+# UTF-16 units (NTFS; 255 bytes elsewhere), and its NFC form is never longer than its canonical
+# decomposition, at most 9 bytes a unit (U+0CCB); a summary is at most 160 characters of at most
+# 4 bytes, after the deprecation prefix.
+INDEX_ROW_MAX_BYTES = (len("- [[]]: \n") + 9 * 255 + len(DEPRECATED_PREFIX.encode("utf-8"))
+                       + 4 * SUMMARY_MAX_LENGTH)
+
+
+def index_size_limit(pages: int) -> int:
+    """The read limit of the index of a vault of `pages` pages: never below the largest index
+    the engine renders for them, so no vault it accepts gets an index it cannot read back."""
+    return max(MAX_TEXT_BYTES, len(INDEX_HEADER.encode("utf-8")) + 1 + pages * INDEX_ROW_MAX_BYTES)
 
 
 def index_summary(summary: str, deprecated: bool) -> str:
@@ -1162,7 +1193,9 @@ def split_nul(output: Optional[bytes]) -> List[str]:
     """NUL-separated git paths (from `-z`), decoded without mangling non-ASCII names."""
     if not output:
         return []
-    return [os.fsdecode(item) for item in output.split(b"\0") if item]
+    # One decode of the whole output is os.fsdecode of each item: NUL ends every name.
+    text = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    return [item for item in text.split("\0") if item]
 
 
 def resolve_workspace(value: Optional[str]) -> Path:
@@ -1275,7 +1308,7 @@ def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> D
         durable = [path for path in (*facts.untracked, *facts.ignored) if is_durable_path(path)]
     candidates = set(durable)
     ignored_paths = set(facts.ignored)
-    tracked_local = sorted(set(facts.tracked) & set(LOCAL_ONLY_PATHS))
+    tracked_local = sorted(set(LOCAL_ONLY_PATHS).intersection(facts.tracked))
     untracked = sorted(candidates & set(facts.untracked))
     ignored = sorted(candidates & ignored_paths)
     return {
@@ -1378,6 +1411,10 @@ _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINAR
                | getattr(os, "O_NONBLOCK", 0))
 
 
+class TooLarge(OSError):
+    """A file over the read limit."""
+
+
 def read_bytes(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES,
                follow: bool = False) -> bytes:
     """Read a regular file, without following a final symlink unless `follow`; OSError on
@@ -1394,7 +1431,7 @@ def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES, follow
         if not stat.S_ISREG(info.st_mode):
             raise OSError(f"{os.fspath(path)} is not a regular file")
         if info.st_size > limit:
-            raise OSError(f"file is larger than {limit // (1024 * 1024)} MiB")
+            raise TooLarge(f"file is larger than {limit // (1024 * 1024)} MiB")
         # Ask for exactly the size plus one byte: a buffered read of `limit` bytes would allocate
         # megabytes per file, which dominates a scan of thousands of small pages.
         parts = [os.read(descriptor, info.st_size + 1)]
@@ -1404,7 +1441,7 @@ def _read_file(path: os.PathLike[str] | str, limit: int = MAX_TEXT_BYTES, follow
             parts.append(os.read(descriptor, 1 << 16))
             total += len(parts[-1])
         if total > limit:
-            raise OSError(f"file is larger than {limit // (1024 * 1024)} MiB")
+            raise TooLarge(f"file is larger than {limit // (1024 * 1024)} MiB")
         return (b"".join(parts) if len(parts) > 1 else parts[0]), info
     finally:
         os.close(descriptor)
@@ -1414,21 +1451,22 @@ def read_document(workspace: Path, relative: str, page: bool) -> Document:
     return _load_document(os.path.join(workspace, relative), relative, page)[0]
 
 
-def _load_document(path: str, relative: str, page: bool,
+def _load_document(path: str, relative: str, page: bool, limit: int = MAX_TEXT_BYTES,
                    ) -> Tuple[Document, Optional[os.stat_result]]:
     try:
-        data, info = _read_file(path)
+        data, info = _read_file(path, limit)
     except OSError as exc:
         unreadable = Problem("unreadable", f"cannot read file: {exc.strerror or exc}")
         return Document(relative, None, unreadable, []), None
-    return document_from_bytes(relative, data, page), info
+    return document_from_bytes(relative, data, page, limit), info
 
 
-def document_from_bytes(relative: str, data: bytes, page: bool) -> Document:
+def document_from_bytes(relative: str, data: bytes, page: bool,
+                        limit: int = MAX_TEXT_BYTES) -> Document:
     """Decode a vault Markdown file and find its markers (and, for a page, its frontmatter).
     Bytes from elsewhere than the disk (a staged blob) get the same size limit as a file."""
-    if len(data) > MAX_TEXT_BYTES:
-        too_large = f"file is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB"
+    if len(data) > limit:
+        too_large = f"file is larger than {limit // (1024 * 1024)} MiB"
         return Document(relative, None, Problem("unreadable", f"cannot read file: {too_large}"), [])
     text, problem = decode_text(data)
     if text is None:
@@ -1471,7 +1509,8 @@ def note_special(scan: Scan, relative: str) -> None:
 
 class _PausedGC:
     """Pause the cyclic garbage collector: a scan allocates tens of thousands of small objects
-    that form no cycles, and the collector's passes over them cost more than the parsing."""
+    that form no cycles, and the collector's passes over them cost more than the parsing (at
+    100,000 pages, 2 s of a 6 s `upsert`). Nesting is harmless: only the outermost resumes it."""
 
     def __enter__(self) -> None:
         self.enabled = gc.isenabled()
@@ -1627,6 +1666,7 @@ def finish_scan(scan: Scan) -> None:
 
 def _walk_vault(scan: Scan, vault: Path) -> None:
     pending = [(str(vault), VAULT_DIR)]
+    index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     while pending:
         directory, relative_dir = pending.pop()
         try:
@@ -1659,22 +1699,36 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
                 if kind in ("page", "daily", "markdown"):
                     scan.unreadable.append(relative)
                 continue
-            info: Optional[os.stat_result] = None
-            if kind == "nested" and entry.name[-3:].casefold() == ".md":
-                kind = "markdown"  # not a page, but its conflict markers count (spec 16)
-            document_kind = kind in ("page", "daily", "markdown")
-            if document_kind:
-                document, info = _load_document(entry.path, relative, kind == "page")
-                file_document(scan, document, kind)
-            if info is None:  # also a document too large or unreadable: it still exists
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    if not document_kind:  # a document's own problem says it already
-                        scan.unreadable.append(relative)
-            if info is not None and stat.S_ISREG(info.st_mode):
-                scan.files[relative] = (info.st_size, info.st_mtime)
+            if relative == _INDEX_PATH:
+                index = (entry, relative, kind)  # its read limit follows the number of pages
+                continue
+            _walk_file(scan, entry, relative, kind)
+    if index is not None:
+        _walk_file(scan, *index, limit=index_size_limit(len(scan.pages)))
     finish_scan(scan)
+
+
+_INDEX_PATH = f"{VAULT_DIR}/{INDEX_FILE}"
+
+
+def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
+               limit: int = MAX_TEXT_BYTES) -> None:
+    """File one regular file of the walk: read it when it is vault Markdown, record its size."""
+    info: Optional[os.stat_result] = None
+    if kind == "nested" and entry.name[-3:].casefold() == ".md":
+        kind = "markdown"  # not a page, but its conflict markers count (spec 16)
+    document_kind = kind in ("page", "daily", "markdown")
+    if document_kind:
+        document, info = _load_document(entry.path, relative, kind == "page", limit)
+        file_document(scan, document, kind)
+    if info is None:  # also a document too large or unreadable: it still exists
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            if not document_kind:  # a document's own problem says it already
+                scan.unreadable.append(relative)
+    if info is not None and stat.S_ISREG(info.st_mode):
+        scan.files[relative] = (info.st_size, info.st_mtime)
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -2115,23 +2169,23 @@ def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     if not os.path.lexists(ctx.vault / "pages"):
         raise VaultError("EchoesVault is not initialized here: EchoesVault/pages/ is missing.")
     results: List[Dict[str, Any]] = []
-    truncated = False
-    for document in read_pages(ctx.workspace):
-        if document.text is None:
+    # As the reference: every line of the whole page, split by `str.splitlines`, in index order,
+    # and `truncated` as soon as `limit` results are found. Pages after that are never read.
+    for name in page_names(ctx.workspace):
+        relative = f"{VAULT_DIR}/pages/{name}"
+        try:
+            text = decode_text(read_bytes(ctx.workspace / relative))[0]
+        except OSError:
+            continue  # the reference stops on it; a search reports what it can read
+        if text is None or folded not in text.casefold():  # no line can match then
             continue
-        lines = document.text.split("\n")
-        first = document.meta.body_start if document.meta and document.meta.close_line else 1
-        for number in range(first, len(lines) + 1):
-            line = lines[number - 1]
+        for number, line in enumerate(text.splitlines(), 1):
             if folded in line.casefold():
-                if len(results) == limit:
-                    truncated = True
-                    break
-                results.append({"file": document.path, "line": number,
+                results.append({"file": relative, "line": number,
                                 "text": line.strip()[:SEARCH_TEXT_LIMIT]})
-        if truncated:
-            break
-    return {"ok": True, "query": query, "limit": limit, "truncated": truncated, "results": results}
+                if len(results) >= limit:
+                    return {"ok": True, "query": query, "truncated": True, "results": results}
+    return {"ok": True, "query": query, "truncated": False, "results": results}
 
 
 def page_sha256(path: Path, filename: str) -> str:
@@ -2598,10 +2652,15 @@ def page_content(value: object, filename: str) -> str:
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip() + "\n"
     if _SURROGATE.search(text):
         raise VaultError(f"The content of {filename} holds a lone surrogate (not Unicode text).")
+    check_page_size(text, filename)
+    return text
+
+
+def check_page_size(text: str, filename: str) -> None:
+    """Refuse a page every engine's read limit would refuse once it is stored."""
     if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
         raise VaultError(f"The content of {filename} is larger than "
                          f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
-    return text
 
 
 def prepare_page_text(item: object) -> Tuple[str, str]:
@@ -2617,6 +2676,7 @@ def prepare_page_text(item: object) -> Tuple[str, str]:
         meta = parse_frontmatter(content)
         if meta.summary is None and only_summary_missing(meta.problems):
             content = inject_summary(content, meta, summary)
+            check_page_size(content, filename)
         elif meta.summary is not None and meta.summary != summary:
             raise VaultError(f"`indexDescription` and `summary` of {filename} differ; "
                              "send only `summary`.")
@@ -2663,7 +2723,13 @@ def plan_summary_migrations(pages: Sequence[Document], index_text: Optional[str]
         except VaultError as exc:
             errors[document.name] = str(exc)
             continue
-        migrated[document.name] = inject_summary(document.text, document.meta, summary)
+        text = inject_summary(document.text, document.meta, summary)
+        try:
+            check_page_size(text, document.name)
+        except VaultError as exc:
+            errors[document.name] = f"{str(exc).rstrip('.')} once its summary is added"
+            continue
+        migrated[document.name] = text
     return migrated, errors
 
 
@@ -2817,26 +2883,49 @@ def managed_path(workspace: Path, relative: str, directory: bool = False) -> Pat
     return workspace.joinpath(*parts)
 
 
-def current_bytes(workspace: Path, relative: str) -> Optional[bytes]:
+def current_bytes(workspace: Path, relative: str, limit: int = MAX_TEXT_BYTES,
+                  ) -> Optional[bytes]:
     """The bytes of a managed file, or None when it does not exist."""
     path = managed_path(workspace, relative)
     try:
-        return read_bytes(path)
+        return read_bytes(path, limit)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise VaultError(f"Cannot read {relative}: {exc.strerror or exc}") from exc
 
 
-def managed_text(workspace: Path, relative: str) -> Optional[str]:
+def managed_text(workspace: Path, relative: str, limit: int = MAX_TEXT_BYTES) -> Optional[str]:
     """A managed text file exactly as stored (no newline normalisation), or None."""
-    data = current_bytes(workspace, relative)
+    data = current_bytes(workspace, relative, limit)
     if data is None:
         return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise VaultError(f"{relative} is not UTF-8 text; fix or move it, then retry.") from exc
+
+
+def current_digest(workspace: Path, relative: str, limit: int,
+                   ) -> Tuple[Optional[bytes], Optional[str]]:
+    """(bytes, SHA-256) of a managed file; (None, None) when it does not exist. A file over
+    `limit` (an index left by a larger vault, say on another branch) is hashed in pieces and its
+    bytes are None: it cannot be what a writer would put there, which never passes the limit."""
+    try:
+        data = current_bytes(workspace, relative, limit)
+    except VaultError as exc:
+        if not isinstance(exc.__cause__, TooLarge):
+            raise
+        hashed = hashlib.sha256()
+        try:
+            descriptor = os.open(managed_path(workspace, relative), _READ_FLAGS)
+            with os.fdopen(descriptor, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    hashed.update(block)
+        except OSError as error:
+            raise VaultError(f"Cannot read {relative}: {error.strerror or error}") from error
+        return None, hashed.hexdigest()
+    return data, digest(data)
 
 
 def fsync_directory(path: Path) -> None:
@@ -2880,7 +2969,7 @@ def stage_file(workspace: Path, relative: str, data: bytes, step: str) -> Tuple[
         mode: Optional[int] = stat.S_IMODE(os.lstat(path).st_mode)
     except FileNotFoundError:
         mode = None
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    temporary = path.with_name(f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
     flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_BINARY", 0))
     descriptor = os.open(temporary, flags, 0o666)
@@ -3004,7 +3093,7 @@ class VaultLock:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self.path = workspace / LOCK_PATH
-        self.token = f"{os.getpid()}-{secrets.token_hex(8)}@{_hostname()}"
+        self.token = f"{os.getpid()}-{os.urandom(8).hex()}@{_hostname()}"
         self.created_directory = False
 
     def __enter__(self) -> VaultLock:
@@ -3128,7 +3217,7 @@ class VaultLock:
         seen = self._stale(self.path)
         if seen is None:
             return True
-        aside = self.path.with_name(f".lock.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        aside = self.path.with_name(f".lock.{os.urandom(4).hex()}{TEMP_SUFFIX}")
         try:
             os.rename(self.path, aside)
         except FileNotFoundError:
@@ -3190,6 +3279,21 @@ INTENT_TARGETS: Dict[str, Tuple[str, ...]] = {
 INTENT_DIRECTORIES = (VAULT_DIR, *(f"{VAULT_DIR}/{name}" for name in DURABLE_DIRS))
 # Regenerated by every writer: a later change to them does not make an intent unsafe.
 _REGENERATED_KINDS = ("index", "state")
+
+
+def intent_size_limit(pages: int) -> int:
+    """The size limit of an intent in a vault of `pages` pages: the files a payload brings (the
+    payload bounds them) and the index, every byte of which JSON may write as six."""
+    return INTENT_MAX_BYTES + 6 * index_size_limit(pages)
+
+
+def count_page_files(workspace: Path) -> int:
+    """How many knowledge pages there are, without reading them: what an intent's limit needs."""
+    try:
+        with os.scandir(workspace / VAULT_DIR / "pages") as entries:
+            return sum(1 for entry in entries if is_page_file_name(entry.name))
+    except OSError:
+        return 0
 
 
 def digest(data: Optional[bytes]) -> Optional[str]:
@@ -3281,18 +3385,20 @@ class ChangeSet:
         # False while an intent is pending that this command must neither apply nor overwrite.
         self.journal = True
         self.vault = vault_identity(workspace)
+        # The pages of the index this change set writes: they bound its size, and the intent's.
+        self.pages = 0
 
     def directory(self, relative: str) -> None:
         if not managed_path(self.workspace, relative, directory=True).is_dir():
             self.directories.append(relative)
 
-    def put(self, relative: str, content: str) -> bool:
+    def put(self, relative: str, content: str, limit: int = MAX_TEXT_BYTES) -> bool:
         """Plan `relative` to hold `content`; False when it already does."""
-        current = current_bytes(self.workspace, relative)
+        current, before = current_digest(self.workspace, relative, limit)
         if current == content.encode("utf-8"):
             return False
         check_name_length(self.workspace, relative)
-        self.writes.append(PlannedWrite(relative, content, digest(current)))
+        self.writes.append(PlannedWrite(relative, content, before))
         return True
 
     def intent(self, operation: str, request: Optional[str]) -> bytes:
@@ -3306,10 +3412,10 @@ class ChangeSet:
             "writes": [dataclasses.asdict(write) for write in self.writes],
         }
         data = json.dumps(record, ensure_ascii=False).encode("utf-8")
-        if len(data) > INTENT_MAX_BYTES:
+        limit = intent_size_limit(self.pages)
+        if len(data) > limit:
             raise VaultError(f"This change is too large to record safely (over "
-                             f"{INTENT_MAX_BYTES // (1024 * 1024)} MiB); split it. Nothing was "
-                             "changed.")
+                             f"{limit // (1024 * 1024)} MiB); split it. Nothing was changed.")
         return data
 
     def check_vault(self) -> None:
@@ -3432,8 +3538,11 @@ def parse_intent(data: bytes) -> Intent:
 def read_intent_file(workspace: Path) -> Optional[bytes]:
     """The intent file's bytes, or None when there is none; VaultError when it is no file."""
     path = workspace / INTENT_PATH
+    if not os.path.lexists(path):
+        return None
     try:
-        return read_bytes(managed_path(workspace, INTENT_PATH), INTENT_MAX_BYTES)
+        return read_bytes(managed_path(workspace, INTENT_PATH),
+                          intent_size_limit(count_page_files(workspace)))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -3499,11 +3608,14 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
         for number, write in enumerate(intent.writes, 1):
             sweep_temporaries(managed_path(workspace, write.path).parent,
                               write.path.rpartition("/")[2])
-            current = current_bytes(workspace, write.path)
             wanted = write.content.encode("utf-8")
+            # The old index was read with the limit of the pages it was written for.
+            limit = (index_size_limit(write.content.count("\n- [[")) if write.path == _INDEX_PATH
+                     else MAX_TEXT_BYTES)
+            current, current_hash = current_digest(workspace, write.path, limit)
             if current == wanted:
                 continue
-            if digest(current) != write.before:
+            if current_hash != write.before:
                 superseded.append(write.path)
                 continue
             replace_file(workspace, write.path, wanted, f"recover:{number}")
@@ -3511,9 +3623,11 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
         index = f"{VAULT_DIR}/{INDEX_FILE}"
         if index in superseded:  # rewritten meanwhile (`hydrate`): rebuild it from the pages
             with contextlib.suppress(VaultError):
-                rendered = build_index(prospective_pages(read_pages(workspace), {}))
+                entries = prospective_pages(read_pages(workspace), {})
+                rendered = build_index(entries)
                 superseded.remove(index)
-                if current_bytes(workspace, index) != rendered.encode("utf-8"):
+                if current_digest(workspace, index, index_size_limit(len(entries))
+                                  )[0] != rendered.encode("utf-8"):
                     replace_file(workspace, index, rendered.encode("utf-8"), "recover:index")
                     rewritten.append(index)
         remove_file(workspace, INTENT_PATH)
@@ -3552,7 +3666,8 @@ def discard_intent(workspace: Path) -> Optional[Dict[str, Any]]:
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise VaultError(f"{INTENT_PATH} is not a file; remove it by hand and retry.")
     try:
-        intent: Optional[Intent] = parse_intent(read_bytes(path, INTENT_MAX_BYTES))
+        intent: Optional[Intent] = parse_intent(read_bytes(
+            path, intent_size_limit(count_page_files(workspace))))
     except (OSError, ValueError):
         intent = None
     for write in intent.writes if intent else ():
@@ -3622,6 +3737,12 @@ def require_installable(workspace: Path) -> bool:
 
 def read_pages(workspace: Path) -> List[Document]:
     """Every knowledge page read once, in index order (the same selection as the scan)."""
+    return [read_document(workspace, f"{VAULT_DIR}/pages/{name}", page=True)
+            for name in page_names(workspace)]
+
+
+def page_names(workspace: Path) -> List[str]:
+    """The file names of every knowledge page, in index order, without reading them."""
     directory = managed_path(workspace, f"{VAULT_DIR}/pages", directory=True)
     try:
         entries = list(os.scandir(directory))
@@ -3629,10 +3750,9 @@ def read_pages(workspace: Path) -> List[Document]:
         return []
     except OSError as exc:
         raise VaultError(f"Cannot list {VAULT_DIR}/pages: {exc.strerror or exc}") from exc
-    names = sorted((entry.name for entry in entries if is_page_file_name(entry.name)
-                    and entry.is_file(follow_symlinks=False)),
-                   key=page_sort_key)
-    return [read_document(workspace, f"{VAULT_DIR}/pages/{name}", page=True) for name in names]
+    return sorted((entry.name for entry in entries if is_page_file_name(entry.name)
+                   and entry.is_file(follow_symlinks=False)),
+                  key=page_sort_key)
 
 
 def daily_files(workspace: Path) -> List[str]:
@@ -3855,7 +3975,10 @@ def plan_adapters(changes: ChangeSet, runtime_updated: bool,
         except VaultError:  # a symlink (say CLAUDE.md -> AGENTS.md) or not UTF-8: leave it be
             outcomes[relative] = "conflict"
             continue
-        if changes.put(relative, apply_guide_block(current, relative)):
+        guide = apply_guide_block(current, relative)
+        if len(guide.encode("utf-8")) > MAX_TEXT_BYTES:  # engines could not read it back
+            outcomes[relative] = "conflict"
+        elif changes.put(relative, guide):
             guides.append(relative)
     for relative in SKILL_PATHS:
         outcomes[relative] = plan_generated(changes, relative, SKILL_TEXT, is_managed_adapter)
@@ -3890,7 +4013,8 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[s
     """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
     VaultError, and since nothing is written before `commit`, the old index stays."""
     rendered = build_index(entries)
-    rebuilt = changes.put(f"{VAULT_DIR}/{INDEX_FILE}", rendered)
+    changes.pages = len(entries)
+    rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
             "sha256": sha256_text(rendered)}, rendered
 
@@ -3940,8 +4064,11 @@ def plan_daily_entry(changes: ChangeSet, kind: str, agent: Optional[str], body: 
     """Plan one new, uniquely named daily entry; returns its workspace-relative path."""
     while True:
         below, text = daily_entry(kind, _dt.datetime.now(_dt.timezone.utc), agent, body,
-                                  secrets.token_hex(4))
+                                  os.urandom(4).hex())
         relative = f"{VAULT_DIR}/daily/{below}"
+        if len(text.encode("utf-8")) > MAX_TEXT_BYTES:  # the body is bounded, not its heading
+            raise VaultError(f"The {kind} entry with its heading is larger than "
+                             f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB; shorten it.")
         if not os.path.lexists(managed_path(changes.workspace, relative)):
             changes.put(relative, text)
             return relative
@@ -3964,7 +4091,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         runtime_updated = plan_runtime(changes, missing_only=False)
         adapters = plan_adapters(changes, runtime_updated, ignore_updated)
         pages = read_pages(workspace)
-        index_text = managed_text(workspace, f"{VAULT_DIR}/{INDEX_FILE}")
+        index_text = managed_text(workspace, _INDEX_PATH, index_size_limit(len(pages)))
         migrated, failures = plan_summary_migrations(pages, index_text)
         for name, text in migrated.items():
             changes.put(f"{VAULT_DIR}/pages/{name}", text)
@@ -4407,7 +4534,8 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         delegated = hand_over(ctx, args.command, argv, stdin, stdout, stderr)
         if delegated is not None:
             return delegated
-        result = HANDLERS[args.command](ctx, args)
+        with _PausedGC():  # every command, writers and search too: see _PausedGC
+            result = HANDLERS[args.command](ctx, args)
         if ctx.recovered:
             if isinstance(result, str):
                 result = f"> {recovery_note(ctx.recovered)}\n\n{result}"

@@ -19,8 +19,8 @@ CODES = frozenset({"EV030"})
 def _folders(paths: frozenset[str]) -> set[str]:
     """Every folder that holds one of `paths`, at any depth."""
     folders: set[str] = set()
-    for path in paths:
-        folder = path.rpartition("/")[0]
+    for path in {path.rpartition("/")[0] for path in paths}:  # one pass per folder, not file
+        folder = path
         while folder and folder not in folders:
             folders.add(folder)
             folder = folder.rpartition("/")[0]

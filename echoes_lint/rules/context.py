@@ -16,6 +16,9 @@ from echoes_lint.findings import RULES, Finding, Severity
 
 VAULT_PREFIX = f"{engine.VAULT_DIR}/"
 INDEX_PATH = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
+# What a Git listing of the vault and the local-only paths can hold outside the vault.
+OUTSIDE_VAULT = frozenset(path for path in (engine.VAULT_DIR, *engine.LOCAL_ONLY_PATHS)
+                          if not path.startswith(VAULT_PREFIX))
 # Findings of one code in one file beyond this many are summed up in one last finding: a page of
 # 900,000 `=======` lines must not print (or hold) 900,000 findings.
 MAX_PER_FILE = 100
@@ -88,7 +91,13 @@ class Context:
         """Every vault path this check knows to exist: the Git index, the files passed, and (for
         a whole-vault check) what the scan found on disk."""
         if self._vault_paths is None:
-            paths = {path for path in self.index if path.startswith(VAULT_PREFIX)}
+            if self.passed is not None:
+                # Checks of named or staged files list Git's index over the vault and the
+                # local-only paths only: a copy is cheaper than a test of every path.
+                paths = set(self.index)
+                paths.difference_update(OUTSIDE_VAULT)
+            else:
+                paths = {path for path in self.index if path.startswith(VAULT_PREFIX)}
             paths.update(self.passed or ())
             if self.passed is None:
                 paths.update(self.scan.files)

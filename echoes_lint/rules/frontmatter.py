@@ -64,7 +64,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(BINARY, document.path, *nul,
                               "NUL byte: Git treats the file as binary (no diff, no merge); "
                               "remove it, binary content belongs in assets/")
-        if document.meta is not None:
+        if document.meta is not None and (document.meta.problems or document.meta.notes):
             yield from _page(ctx, document, document.meta)
 
 

@@ -18,6 +18,7 @@ from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
 
 CODES = frozenset({"EV050"})
+PAGES_PREFIX = f"{VAULT_PREFIX}pages/"
 
 # A literal `[[` prefix lets the regex engine skip ahead; a `!` before it makes an embed.
 _LINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
@@ -155,23 +156,46 @@ def _target(inner: str) -> str:
 
 def check(ctx: Context) -> Iterator[Yielded]:
     targets: Optional[_Targets] = None
+    # Whether the text between the brackets of a link resolves, for the whole vault: most links
+    # repeat, and a page may link 200,000 times to one target.
+    verdicts: dict[str, bool] = {}
+
+    def resolves(inner: str) -> bool:
+        nonlocal targets
+        verdict = verdicts.get(inner)
+        if verdict is None:
+            target = _target(inner)
+            if not target:  # `[[#heading]]` points into the same page.
+                verdict = True
+            elif (not ctx.gitlinks and "/" not in target
+                  and f"{PAGES_PREFIX}{target}.md" in ctx.index):
+                # A page Git knows by exactly this name: no need to gather every vault name,
+                # which a one-file hook would otherwise do for its first link.
+                verdict = True
+            else:
+                if targets is None:
+                    targets = _Targets(ctx.vault_paths())
+                verdict = targets.resolves(target)
+            verdicts[inner] = verdict
+        return verdict
+
+    resolved: set[str] = set()  # the texts between brackets known to resolve
     for document in [*ctx.scan.pages, *ctx.scan.daily]:
-        if document.text is None or "[[" not in document.text:
+        text = document.text
+        if text is None or "[[" not in text:
             continue
+        # Without code, the links are exactly the matches in the text (frontmatter's too): when
+        # every one resolves, which is the common page, nothing is located or reported. Set
+        # operations keep the common case out of Python-level loops.
+        if "`" not in text and "~~~" not in text:
+            unknown = set(_LINK.findall(text)).difference(resolved)
+            resolved.update(inner for inner in unknown if resolves(inner))
+            if resolved.issuperset(unknown):
+                continue
         meta = document.meta
         first = meta.body_start if meta is not None and meta.close_line else 1
-        verdicts: dict[str, bool] = {}  # a page may link 200,000 times to one target
-        broken = []
-        for link in links(document.text, first):
-            target = _target(link.inner)
-            if not target:
-                continue  # `[[#heading]]` points into the same page.
-            if targets is None:
-                targets = _Targets(ctx.vault_paths())
-            if target not in verdicts:
-                verdicts[target] = targets.resolves(target)
-            if not verdicts[target]:
-                broken.append((link, target))
+        broken = [(link, _target(link.inner)) for link in links(text, first)
+                  if not resolves(link.inner)]
         yield from limited(broken, functools.partial(_finding, ctx, document.path))
 
 

@@ -70,8 +70,14 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
         f"assets/: run `{fix}`", fix), relative, target)
 
 
+# A name that is its own NFC `<stem>.md`, with no note: most page names; nothing to check.
+_PLAIN_PAGE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.md")
+
+
 def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     name = document.name
+    if _PLAIN_PAGE.fullmatch(name):
+        return None
     for note in engine.page_name_notes(name):
         code = NOTE_CODES[note.kind]
         target = engine.page_stem(name).lstrip(".") + ".md" if code != "EV034" else ""
@@ -118,8 +124,14 @@ def check(ctx: Context) -> Iterator[Finding]:
     yield from _too_long(ctx)
 
 
+# A name of this many characters or fewer cannot overflow: UTF-8 takes at most 4 bytes a one.
+_SHORT_NAME = (engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD) // 4
+
+
 def _too_long(ctx: Context) -> Iterator[Finding]:
     for document in ctx.scan.pages:
+        if len(document.name) <= _SHORT_NAME:
+            continue
         length = engine.temporary_name_overflow(document.name)
         if length is not None:
             limit = engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD

@@ -31,7 +31,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
                 f"run `{fix}` (the file stays on disk)", fix)
         yield dataclasses.replace(finding, command=command, applicability=SAFE)
-    tracked = frozenset(ctx.scan.git.tracked)
+    tracked = ctx.index  # Git's index: the tracked paths, as a set
     for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
                      ("ignoredDurableFiles", "is ignored by Git")):
         force = "-f " if key == "ignoredDurableFiles" else ""

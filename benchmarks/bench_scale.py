@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Benchmark every command at 1,000, 5,000 and (with --large) 100,000 pages (issue 13).
+
+    python benchmarks/bench_scale.py                  # 1,000 and 5,000 pages
+    python benchmarks/bench_scale.py --large          # and 100,000 (the build takes minutes)
+    python benchmarks/bench_scale.py --sizes 500      # a quick run
+
+For each size N it builds ONCE a committed Git repository holding a vault of N pages and N/5
+daily entries with the portable runtime installed, and keeps it under $ECHOES_BENCH_CACHE
+(default: /tmp/echoes-bench-scale) for the next run; each run first puts the repository back to
+its commit and installs the checkout's engine as the runtime. It then runs one write
+(`rebuild-index`), so that read-only commands meet a vault with nothing changed since the last
+write, and times every command as a fresh subprocess, interleaved round by round so that machine
+noise hits all alike: the I/O floor (one Python process reading every vault file), `status`,
+`inspect`, `search` (a word on every page, and one on none), `check`, `ci`, the one-file
+pre-commit hook, then the writers `start`, `upsert` (one new page), `append` and `end` (one new
+page). It prints the median wall time and the peak resident memory of each command (the child's
+own `ru_maxrss`, from wait4), then the issue's ratios measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "echoes_lint" / "engine.py"
+RUNTIME = ".echoes-vault/echoes_vault.py"
+# Bump when the generated vault changes, so that a cached repository of another shape is rebuilt.
+LAYOUT = 1
+GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
+                "-c", "commit.gpgsign=false")
+
+FLOOR = """
+import os, sys
+total = 0
+for directory, _dirs, files in os.walk(sys.argv[1]):
+    for name in files:
+        with open(os.path.join(directory, name), "rb") as handle:
+            total += len(handle.read())
+print(total)
+"""
+HOOK = "import sys; from echoes_lint.precommit import lint_main; sys.exit(lint_main(sys.argv[1:]))"
+BODY = "\n".join(f"Paragraph {i} about services, tokens and [[page-{i:06d}]]." for i in range(20))
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *GIT_IDENTITY, *args], cwd=repo, check=True, capture_output=True)
+
+
+def page(number: int) -> str:
+    status = "deprecated" if number % 50 == 0 else "active"
+    return (f"---\ntype: architecture\nstack: [python, postgresql]\nstatus: {status}\n"
+            f"summary: Page {number} describes one durable decision of the project.\n---\n\n"
+            f"# Page {number}\n\nThe common word everywhere.\n\n{BODY}\n")
+
+
+def build(repo: Path, pages: int, env: Dict[str, str]) -> None:
+    """A committed repository with an initialised vault of `pages` pages and pages/5 entries."""
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    subprocess.run([sys.executable, str(ENGINE), "--workspace", str(repo), "init"], check=True,
+                   capture_output=True, env=env)
+    vault = repo / "EchoesVault"
+    for number in range(pages):
+        (vault / "pages" / f"page-{number:06d}.md").write_text(page(number), encoding="utf-8")
+    for number in range(pages // 5):
+        month, day = 1 + number % 12, 1 + number % 28
+        folder = vault / "daily" / f"2026-{month:02d}-{day:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"2026{month:02d}{day:02d}T120000{number:06d}Z-session-codex-"
+                  f"{number:08x}.md").write_text(
+            f"### Session — 2026-01-01T12:00:00+00:00\n\nAgent: `codex`\n\n- Entry {number}.\n",
+            encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "vault")
+
+
+def prepare(cache: Path, pages: int, env: Dict[str, str]) -> Path:
+    """The cached repository of `pages` pages, back at its commit, running this checkout's
+    engine, with one page staged for the hook."""
+    repo = cache / f"layout{LAYOUT}-{pages}" / "repo"
+    if not (repo / ".git").is_dir():
+        shutil.rmtree(repo.parent, ignore_errors=True)
+        print(f"Building a {pages:,}-page repository in {repo} (once) ...", flush=True)
+        started = time.perf_counter()
+        build(repo, pages, env)
+        print(f"  built in {time.perf_counter() - started:.0f} s", flush=True)
+    git(repo, "reset", "-q", "--hard")
+    git(repo, "clean", "-q", "-f", "-d")  # what the last run's writers added; ignored files stay
+    shutil.copyfile(ENGINE, repo / RUNTIME)
+    staged = repo / "EchoesVault" / "pages" / "page-000001.md"
+    staged.write_text(page(1) + "\nOne more fact.\n", encoding="utf-8")
+    git(repo, "add", "--", str(staged.relative_to(repo)))
+    return repo
+
+
+def run(command: Sequence[str], cwd: Path, env: Dict[str, str],
+        stdin: Optional[Path] = None) -> Tuple[float, int, int]:
+    """(seconds, peak resident memory in KiB, exit status) of one subprocess."""
+    with open(os.devnull, "wb") as sink, open(stdin or os.devnull, "rb") as source:
+        started = time.perf_counter()
+        process = subprocess.Popen(list(command), cwd=cwd, env=env, stdin=source, stdout=sink,
+                                   stderr=subprocess.PIPE)
+        assert process.stderr is not None
+        errors = process.stderr.read()
+        _pid, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        process.stderr.close()
+    if process.returncode not in (0, 1):
+        sys.exit(f"{' '.join(command)} exited {process.returncode}: {errors.decode()[-2000:]}")
+    # ru_maxrss is KiB on Linux, bytes on macOS.
+    return elapsed, usage.ru_maxrss // (1024 if sys.platform == "darwin" else 1), process.returncode
+
+
+def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+    """(read-only commands, writers) by name; writers get a fresh payload file each run."""
+    runtime = [sys.executable, "-I", RUNTIME, "--workspace", "."]
+    lint = [sys.executable, "-m", "echoes_lint"]
+    read_only = {
+        "floor": [sys.executable, "-c", FLOOR, "EchoesVault"],
+        "status": [*runtime, "status"],
+        "inspect": [*runtime, "inspect"],
+        "search (hits)": [*runtime, "search", "common word"],
+        "search (none)": [*runtime, "search", "no page says this"],
+        "check": [*lint, "check", "--exit-zero"],
+        "ci": [*lint, "ci", "--summary", "false", "--fail-on", "never"],
+        "hook (1 file)": [sys.executable, "-c", HOOK, "EchoesVault/pages/page-000001.md"],
+    }
+    writers = {
+        "start": [*runtime, "start"],
+        "upsert": [*runtime, "upsert", "--payload", str(scratch / "upsert.json")],
+        "append": [*runtime, "append", "--payload", str(scratch / "append.json")],
+        "end": [*runtime, "end", "--confirm-explicit-user-end", "--payload",
+                str(scratch / "end.json")],
+    }
+    return read_only, writers
+
+
+def payloads(scratch: Path, run_number: int) -> None:
+    name = f"bench-new-{run_number:04d}.md"
+    content = page(900_000 + run_number)
+    (scratch / "upsert.json").write_text(json.dumps({"filename": name, "content": content}))
+    (scratch / "append.json").write_text(json.dumps({"entry": f"Fact {run_number}."}))
+    (scratch / "end.json").write_text(json.dumps({
+        "dailySummary": f"Session {run_number}.",
+        "pages": [{"filename": f"bench-end-{run_number:04d}.md", "content": content}]}))
+
+
+def measure(repo: Path, repeat: int, env: Dict[str, str]) -> Dict[str, Tuple[float, int]]:
+    """Median seconds and peak KiB of every command, interleaved over `repeat` rounds after one
+    warm-up round."""
+    samples: Dict[str, List[Tuple[float, int]]] = {}
+    with tempfile.TemporaryDirectory(prefix="echoes-bench-payload-") as temporary:
+        scratch = Path(temporary)
+        read_only, writers = commands(repo, scratch)
+        run([sys.executable, "-I", RUNTIME, "--workspace", ".", "rebuild-index"], repo, env)
+        for round_number in range(repeat + 1):
+            for name, command in read_only.items():
+                seconds, peak, _status = run(command, repo, env)
+                if round_number:
+                    samples.setdefault(name, []).append((seconds, peak))
+        for round_number in range(repeat + 1):
+            payloads(scratch, round_number)
+            for name, command in writers.items():
+                seconds, peak, _status = run(command, repo, env)
+                if round_number:
+                    samples.setdefault(name, []).append((seconds, peak))
+    return {name: (statistics.median(s for s, _p in values), max(p for _s, p in values))
+            for name, values in samples.items()}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,5000", help="comma-separated page counts")
+    parser.add_argument("--large", action="store_true", help="add 100,000 pages")
+    parser.add_argument("--repeat", type=int, default=5, help="timed rounds per size")
+    args = parser.parse_args(argv)
+    sizes = sorted({int(size) for size in args.sizes.split(",")} | ({100_000} if args.large
+                                                                     else set()))
+    cache = Path(os.environ.get("ECHOES_BENCH_CACHE", "/tmp/echoes-bench-scale"))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONDONTWRITEBYTECODE", "NO_COLOR", "FORCE_COLOR", "GITHUB_ACTIONS",
+                          "GITHUB_STEP_SUMMARY")}
+    env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")  # the package as installed: byte code
+    results: Dict[int, Dict[str, Tuple[float, int]]] = {}
+    for size in sizes:
+        repo = prepare(cache, size, env)
+        print(f"Measuring {size:,} pages ...", flush=True)
+        results[size] = measure(repo, args.repeat, env)
+        prepare(cache, size, env)  # leave the cached repository at its commit
+    report(results, args.repeat)
+    return 0
+
+
+def report(results: Dict[int, Dict[str, Tuple[float, int]]], repeat: int) -> None:
+    sizes = sorted(results)
+    names = list(results[sizes[0]])
+    print(f"\nPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {repeat} runs; "
+          "ms / peak MB\n")
+    print(f"{'command':<16}" + "".join(f"{f'{size:,} pages':>22}" for size in sizes))
+    for name in names:
+        cells = "".join(f"{results[size][name][0] * 1000:>12.0f} ms {results[size][name][1] / 1024:>4.0f} MB"
+                        for size in sizes)
+        print(f"{name:<16}{cells}")
+    print("\nRatios (issue 13 targets in brackets)")
+    for size in sizes:
+        floor = results[size]["floor"][0]
+        parts = [f"{name}/floor {results[size][name][0] / floor:.2f}x"
+                 for name in ("status", "inspect", "start", "check", "ci")]
+        print(f"  {size:>7,} pages: " + ", ".join(parts)
+              + "  [status/inspect/start <= 1x at 100k, <= 2x at 5k; check/ci <= 2x]")
+    if len(sizes) > 1:
+        small, large = sizes[0], sizes[-1]
+        for name, target in (("upsert", "3x"), ("append", "3x"), ("end", "3x"),
+                             ("hook (1 file)", "1.5x")):
+            ratio = results[large][name][0] / results[small][name][0]
+            print(f"  {name} at {large:,} / at {small:,}: {ratio:.2f}x  [<= {target}]")
+    peak = max(peak for size in sizes for _s, peak in results[size].values())
+    print(f"  peak memory of any command: {peak / 1024:.0f} MB  [< 300 MB at 100k]")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
