@@ -460,6 +460,7 @@ def page_stem(filename: str) -> str:
     return nfc(stored_stem(filename))
 
 
+@functools.cache
 def stem_identity(filename: str) -> str:
     """Two pages whose stems share this key collide, and no engine builds the index."""
     return page_stem(filename).casefold()
@@ -3203,7 +3204,9 @@ def sweep_temporaries(directory: Path, name: Optional[str] = None) -> None:
     except OSError:
         return
     for entry in entries:
-        if (_TEMP_NAME.match(entry.name) and (name is None or entry.name.startswith(f".{name}."))
+        # The suffix test first: pages/ may hold 100,000 names, and a regex costs more.
+        if (entry.name.endswith(TEMP_SUFFIX) and _TEMP_NAME.match(entry.name)
+                and (name is None or entry.name.startswith(f".{name}."))
                 and entry.is_file(follow_symlinks=False)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
