@@ -1485,6 +1485,8 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     worker = threading.Thread(target=lambda: git_facts.append(collect_git_facts(workspace)))
     if git:
         worker.start()
+    if cache is not None and not cache.opened:
+        cache.open()
     vault = workspace / VAULT_DIR
     scan.marker_exists, scan.marker_value, scan.marker_error = read_marker_file(vault)
     if vault.is_dir() and not vault.is_symlink():
@@ -1807,10 +1809,52 @@ class FileCache:
         self.fresh: Optional[Dict[str, List[Any]]] = None
         self.fresh_stamp = 0
         self.keep_migratable = False
+        self.opened = False  # `scan_workspace` opens it once Git is asked, to overlap both
 
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
         self.entries, self.state, self.reason = {}, "ignored", reason
         self.writable = self.writable and writable
+        return self
+
+    def open(self, writer: bool = False, rebuild: bool = False) -> FileCache:
+        """Read CACHE_PATH, or say why not. A writer (holding the lock) collects fresh entries,
+        stamped with the lock's time; `rebuild` reads every file whatever the cache holds."""
+        self.opened = True
+        workspace = self.workspace
+        if os.name == "nt":
+            # There st_ctime is the creation time: a same-size rewrite that puts the old mtime
+            # back would go unseen, so the cache is not used at all.
+            return self.ignore("Windows gives no change time to validate entries by",
+                               writable=False)
+        if writer:
+            self.fresh = {}
+            with contextlib.suppress(OSError):
+                self.fresh_stamp = os.lstat(workspace / LOCK_PATH).st_mtime_ns
+        try:
+            path = managed_path(workspace, CACHE_PATH)
+            info = os.lstat(path)
+        except VaultError as exc:  # a link on the way, or not a regular file: never replaced
+            return self.ignore(str(exc).rstrip("."), writable=False)
+        except FileNotFoundError:
+            return self
+        except OSError as exc:
+            return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
+        problem = cache_tracking_problem(workspace)
+        if problem is not None:
+            return self.ignore(problem, writable=False)
+        self.trusted = not rebuild
+        if info.st_size > CACHE_MAX_BYTES:
+            return self.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
+        try:
+            value = json.loads(read_bytes(path, CACHE_MAX_BYTES).decode("utf-8"))
+        except OSError as exc:
+            return self.ignore(f"it cannot be read ({exc.strerror or exc})")
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return self.ignore("it is not JSON (truncated or corrupt)")
+        problem = cache_header_problem(value)
+        if problem is not None:
+            return self.ignore(problem)
+        self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
         return self
 
     def report(self) -> Dict[str, Any]:
@@ -1912,39 +1956,8 @@ def cache_tracking_problem(workspace: Path) -> Optional[str]:
 
 
 def open_cache(workspace: Path, writer: bool = False, rebuild: bool = False) -> FileCache:
-    """The local cache for one command. A writer (holding the lock) collects fresh entries,
-    stamped with the lock's time; `rebuild` reads every file whatever the cache holds."""
-    cache = FileCache(workspace)
-    if writer:
-        cache.fresh = {}
-        with contextlib.suppress(OSError):
-            cache.fresh_stamp = os.lstat(workspace / LOCK_PATH).st_mtime_ns
-    try:
-        path = managed_path(workspace, CACHE_PATH)
-        info = os.lstat(path)
-    except VaultError as exc:  # a link on the way, or not a regular file: never replaced
-        return cache.ignore(str(exc).rstrip("."), writable=False)
-    except FileNotFoundError:
-        return cache
-    except OSError as exc:
-        return cache.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
-    problem = cache_tracking_problem(workspace)
-    if problem is not None:
-        return cache.ignore(problem, writable=False)
-    cache.trusted = not rebuild
-    if info.st_size > CACHE_MAX_BYTES:
-        return cache.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
-    try:
-        value = json.loads(read_bytes(path, CACHE_MAX_BYTES).decode("utf-8"))
-    except OSError as exc:
-        return cache.ignore(f"it cannot be read ({exc.strerror or exc})")
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return cache.ignore("it is not JSON (truncated or corrupt)")
-    problem = cache_header_problem(value)
-    if problem is not None:
-        return cache.ignore(problem)
-    cache.entries, cache.stamp, cache.state = value["files"], value["stamp"], "valid"
-    return cache
+    """The local cache for one command (see `FileCache.open`)."""
+    return FileCache(workspace).open(writer, rebuild)
 
 
 def cache_header_problem(value: object) -> Optional[str]:
@@ -2367,7 +2380,7 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
     # Read-only (spec 12.5): the cache is used, never written.
-    cache = open_cache(ctx.workspace)
+    cache = FileCache(ctx.workspace)
     report = inspect_report(scan_workspace(ctx.workspace, cache=cache))
     if args.format == "card":
         return status_card(report)
