@@ -376,9 +376,6 @@ def fold_name(value: str) -> str:
     return nfc(nfc(value).casefold())
 
 
-# Memoised: a command asks for the key and the stem of every page several times (collisions,
-# order, rows, health), and at 100,000 pages Unicode normalisation is a large part of its time.
-@functools.cache
 def page_sort_key(filename: str) -> Tuple[str, str]:
     """Index order (spec section 8): NFC name case-folded, then the NFC name itself."""
     normalized = nfc(filename)
@@ -454,13 +451,14 @@ def stored_stem(filename: str) -> str:
     return filename[:-len(suffix)] if suffix.casefold() == ".md" else filename
 
 
+# Memoised: a command asks for the stem of every page three or four times (collisions, rows,
+# health), and at 100,000 pages Unicode normalisation is a large part of its time.
 @functools.cache
 def page_stem(filename: str) -> str:
     """The NFC slug of a page file name: the name without its `.md` suffix (any case)."""
     return nfc(stored_stem(filename))
 
 
-@functools.cache
 def stem_identity(filename: str) -> str:
     """Two pages whose stems share this key collide, and no engine builds the index."""
     return page_stem(filename).casefold()
@@ -1713,7 +1711,8 @@ def _cached_meta(item: object) -> PageMeta:
         raise ValueError("a page entry is malformed")
     kind, status, summary, open_line, close_line, close_index, raw = item
     if not (type(open_line) is int and (close_line is None or type(close_line) is int)
-            and (close_index is None or type(close_index) is int) and type(raw) is list):
+            and (close_index is None or type(close_index) is int)
+            and (raw is None or (type(raw) is list and raw))):
         raise ValueError("a page entry is malformed")
     if raw:
         problems = tuple(_cached_problem(problem, keyed=True) for problem in raw)
@@ -1734,10 +1733,11 @@ def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
     frontmatter fields and notes (only the linter uses those, and it never reads the cache);
     ValueError when the entry is malformed."""
     markers_raw, problem_raw, tail = record[4], record[5], record[6]
-    if type(markers_raw) is not list or len(markers_raw) > CACHE_MAX_MARKERS:
+    if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
+                                    or len(markers_raw) > CACHE_MAX_MARKERS):
         raise ValueError("its markers are malformed")
     markers: List[Tuple[int, str]] = []
-    for item in markers_raw:
+    for item in markers_raw or ():
         if not (isinstance(item, list) and len(item) == 2 and _is_int(item[0])
                 and item[1] in _MARKER_KINDS):
             raise ValueError("a marker is malformed")
@@ -1767,12 +1767,13 @@ def cache_record(kind: str, document: Document, info: os.stat_result) -> Optiona
     if kind == "page" and meta is not None:
         tail = [meta.type, meta.status, meta.summary, meta.open_line, meta.close_line,
                 meta.close_index, [[problem.kind, problem.message, problem.line, problem.col,
-                                    problem.key] for problem in meta.problems]]
+                                    problem.key] for problem in meta.problems] or None]
     elif kind == "daily" and document.text is not None:
         tail = document.entry_headings
     problem = document.problem
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
-            [[line, mark] for line, mark in document.markers],
+            # null, not [], for no markers and no problems: fewer objects to parse and hold
+            [[line, mark] for line, mark in document.markers] or None,
             None if problem is None else [problem.kind, problem.message, problem.line,
                                           problem.col], tail]
 

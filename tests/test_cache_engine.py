@@ -266,8 +266,8 @@ def test_gates_never_read_the_cache(repo: Path) -> None:
     info = os.stat(repo / PAGES / "broken.md")
     record["stamp"] = max(info.st_mtime_ns, info.st_ctime_ns) + 1
     record["files"]["EchoesVault/pages/broken.md"] = [
-        info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, [], None,
-        ["note", "active", "Forged.", 1, 3, 2, []]]
+        info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, None, None,
+        ["note", "active", "Forged.", 1, 3, 2, None]]
     (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
     # The protocol commands trust an entry that matches (a local file, like Git's index)...
     assert status(repo)["health"]["invalidFrontmatter"] == []
