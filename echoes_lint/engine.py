@@ -1924,7 +1924,8 @@ class FileCache:
         if changes == 0 or (self.state == "valid" and self.trusted and changes < enough):
             return  # an idempotent command leaves the cache, like every file, as it was
         data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
-                           "engineVersion": ENGINE_VERSION, "stamp": self.fresh_stamp,
+                           "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
+                           "stamp": self.fresh_stamp,
                            "files": self.fresh}, separators=(",", ":")).encode("ascii")
         if len(data) > CACHE_MAX_BYTES:
             return
@@ -1961,6 +1962,16 @@ def open_cache(workspace: Path, writer: bool = False, rebuild: bool = False) -> 
     return FileCache(workspace).open(writer, rebuild)
 
 
+@functools.cache
+def engine_digest() -> Optional[str]:
+    """SHA-256 of this engine's own file: two builds that declare one version may still decide
+    differently, so a cache is only ever read by the build that wrote it."""
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def cache_header_problem(value: object) -> Optional[str]:
     if not isinstance(value, dict) or value.get("format") != CACHE_FORMAT:
         return "it is not an EchoesVault cache"
@@ -1968,6 +1979,8 @@ def cache_header_problem(value: object) -> Optional[str]:
         return (f"it is cache version {bounded(value.get('version'), 20)} of engine "
                 f"{bounded(value.get('engineVersion'), 40)}; this is version {CACHE_VERSION} "
                 f"of engine {ENGINE_VERSION}")
+    if engine_digest() is None or value.get("engineSha256") != engine_digest():
+        return "another build of this engine version wrote it"
     if not _is_int(value.get("stamp")) or not isinstance(value.get("files"), dict):
         return "its fields are not those of a cache"
     return None

@@ -134,6 +134,12 @@ def _foreign(repo: Path) -> None:
     (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
 
 
+def _other_build(repo: Path) -> None:
+    record = cache_record(repo)
+    record["engineSha256"] = "0" * 64  # same version number, another engine file
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
 def _newer_format(repo: Path) -> None:
     record = cache_record(repo)
     record["version"] = engine.CACHE_VERSION + 1
@@ -182,6 +188,7 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "truncated": (_truncated, "not JSON", True),
     "garbage": (_garbage, "not JSON", True),
     "foreign engine": (_foreign, "engine 9.9.9", True),
+    "other build": (_other_build, "another build", True),
     "newer format": (_newer_format, f"cache version {engine.CACHE_VERSION + 1}", True),
     "wrong types": (_wrong_types, "is malformed", True),
     "nested too deeply": (_deep, "not JSON", True),
