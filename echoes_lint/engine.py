@@ -56,8 +56,8 @@ from typing import (
 
 # Other engines read these two lines with `^NAME = "(\d+)\.(\d+)\.(\d+)"$`: keep their form.
 PROTOCOL_VERSION = "1.0.0"
-ENGINE_VERSION = "1.3.0"
-MANAGED_ADAPTER_VERSION = "1.3.0"
+ENGINE_VERSION = "1.4.0"
+MANAGED_ADAPTER_VERSION = "1.4.0"
 MARKER_SCHEMA_VERSION = 3
 STATE_SCHEMA_VERSION = 4
 
@@ -72,6 +72,8 @@ STATE_PATH = f"{RUNTIME_DIR}/state.json"
 LOCK_PATH = f"{RUNTIME_DIR}/lock"
 # Records a multi-file change set while it is written (see "Change sets and the intent file").
 INTENT_PATH = f"{RUNTIME_DIR}/intent.json"
+# What the engine derived from each vault file, for the next command (see "The local cache").
+CACHE_PATH = f"{RUNTIME_DIR}/cache.json"
 OPENCODE_STATE_PATH = ".opencode/echoes-state.json"
 CODEX_STATE_PATH = ".codex/echoes-vault-state.json"
 # Workspace-relative files that must never be committed (spec section 14).
@@ -80,6 +82,7 @@ LOCAL_ONLY_PATHS = (
     STATE_PATH,
     LOCK_PATH,
     INTENT_PATH,
+    CACHE_PATH,
     OPENCODE_STATE_PATH,
     CODEX_STATE_PATH,
 )
@@ -118,7 +121,7 @@ MARKER_VALUE: Dict[str, Any] = {
 
 VAULT_GITIGNORE_RULES = ("# Generated locally by EchoesVault", "/index.md")
 RUNTIME_GITIGNORE_RULES = ("# EchoesVault runtime files", "/state.json", "/lock", "/intent.json",
-                           "/lock.takeover")
+                           "/lock.takeover", "/cache.json")
 
 GUIDE_START = "<!-- echoes-vault:start -->"
 GUIDE_END = "<!-- echoes-vault:end -->"
@@ -454,6 +457,9 @@ def stored_stem(filename: str) -> str:
     return filename[:-len(suffix)] if suffix.casefold() == ".md" else filename
 
 
+# Memoised: a command asks for the stem of every page three or four times (collisions, rows,
+# health), and at 100,000 pages Unicode normalisation is a large part of its time.
+@functools.cache
 def page_stem(filename: str) -> str:
     """The NFC slug of a page file name: the name without its `.md` suffix (any case)."""
     return nfc(stored_stem(filename))
@@ -1360,6 +1366,12 @@ class Document:
             problems.extend(self.meta.problems)
         return problems
 
+    @functools.cached_property
+    def entry_headings(self) -> int:
+        """How many scratchpad or session headings a daily file holds (`todayEntries`). A
+        document from the local cache has no text: the cache sets this value."""
+        return len(ENTRY_HEADING_RE.findall(self.text)) if self.text else 0
+
 
 @dataclasses.dataclass
 class Scan:
@@ -1540,24 +1552,29 @@ def parse_marker(text: str) -> Tuple[Any, Optional[str]]:
     return value, marker_problem(value)
 
 
-def scan_workspace(workspace: Path, *, git: bool = True) -> Scan:
+def scan_workspace(workspace: Path, *, git: bool = True, cache: Optional[FileCache] = None,
+                   ) -> Scan:
     """Read the whole vault once, without following symlinks or writing anything.
 
-    Git is asked from a second thread while this one reads files: both mostly wait on I/O."""
+    Git is asked from a second thread while this one reads files: both mostly wait on I/O.
+    With `cache` (protocol commands only, never the gates), a file whose entry still matches
+    is not read, and documents keep no page text (see "The local cache")."""
     with _PausedGC():
-        return _scan_workspace(workspace, git)
+        return _scan_workspace(workspace, git, cache)
 
 
-def _scan_workspace(workspace: Path, git: bool) -> Scan:
+def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None) -> Scan:
     scan = Scan(workspace)
     git_facts: List[GitFacts] = []
     worker = threading.Thread(target=lambda: git_facts.append(collect_git_facts(workspace)))
     if git:
         worker.start()
+    if cache is not None and not cache.opened:
+        cache.open()
     vault = workspace / VAULT_DIR
     scan.marker_exists, scan.marker_value, scan.marker_error = read_marker_file(vault)
     if vault.is_dir() and not vault.is_symlink():
-        _walk_vault(scan, vault)
+        _walk_vault(scan, vault, cache)
     elif vault.is_symlink():
         scan.symlinks.append(VAULT_DIR)
     for name in DURABLE_DIRS:
@@ -1664,7 +1681,7 @@ def finish_scan(scan: Scan) -> None:
     scan.page_dir_strays.sort()
 
 
-def _walk_vault(scan: Scan, vault: Path) -> None:
+def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> None:
     pending = [(str(vault), VAULT_DIR)]
     index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     while pending:
@@ -1702,9 +1719,9 @@ def _walk_vault(scan: Scan, vault: Path) -> None:
             if relative == _INDEX_PATH:
                 index = (entry, relative, kind)  # its read limit follows the number of pages
                 continue
-            _walk_file(scan, entry, relative, kind)
+            _walk_file(scan, entry, relative, kind, cache)
     if index is not None:
-        _walk_file(scan, *index, limit=index_size_limit(len(scan.pages)))
+        _walk_file(scan, *index, cache, limit=index_size_limit(len(scan.pages)))
     finish_scan(scan)
 
 
@@ -1712,13 +1729,17 @@ _INDEX_PATH = f"{VAULT_DIR}/{INDEX_FILE}"
 
 
 def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
-               limit: int = MAX_TEXT_BYTES) -> None:
-    """File one regular file of the walk: read it when it is vault Markdown, record its size."""
+               cache: Optional[FileCache], limit: int = MAX_TEXT_BYTES) -> None:
+    """File one regular file of the walk: read it (or take it from the cache) when it is vault
+    Markdown, record its size."""
     info: Optional[os.stat_result] = None
     if kind == "nested" and entry.name[-3:].casefold() == ".md":
         kind = "markdown"  # not a page, but its conflict markers count (spec 16)
     document_kind = kind in ("page", "daily", "markdown")
-    if document_kind:
+    if document_kind and cache is not None:
+        document, info = cache.load(entry, relative, kind, limit)
+        file_document(scan, document, kind)
+    elif document_kind:
         document, info = _load_document(entry.path, relative, kind == "page", limit)
         file_document(scan, document, kind)
     if info is None:  # also a document too large or unreadable: it still exists
@@ -1733,6 +1754,344 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
     return [(document.name, document.meta, document.page_problems) for document in scan.pages]
+
+
+# ---------------------------------------------------------------------------------------------
+# The local cache: what the engine derived from each vault file (cost follows the change)
+# ---------------------------------------------------------------------------------------------
+# `.echoes-vault/cache.json` keeps, per vault Markdown file, what a scan derives from it: its
+# conflict-marker lines, a decoding problem, a page's decision (type, status, summary, problems)
+# or a daily file's entry count. It is local state (`init` ignores it, EV021 flags it when
+# tracked) and an accelerator, never a source of truth:
+# - an entry is used only while the file's size, mtime and ctime in nanoseconds and inode are
+#   those recorded, and only when that mtime and ctime are strictly older than the moment the
+#   writer that recorded it took the lock, before it read anything: Git's rule for "racily
+#   clean" entries, so a file changed in the timestamp tick in which it was read is read again;
+# - a cache that is missing, unreadable, not a regular file, over CACHE_MAX_BYTES, not JSON, of
+#   another format, version or engine, malformed, or tracked by Git (or Git cannot say) is
+#   ignored as a whole, and `inspect`/`status` report why under `cache`; every output is the
+#   same with and without it;
+# - writers replace it under the lock once their change is committed, and only when enough
+#   changed; `hydrate` reads it but does not write it (spec 12.5.1 lets it rewrite only the index
+#   and the state), read-only commands never write it (spec 12.5), and the gates (check, ci,
+#   hooks, the Action, the merge tools) never read it: a committed cache is hostile input;
+# - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
+
+CACHE_FORMAT = "echoes-vault-cache"
+CACHE_VERSION = 1
+CACHE_MAX_BYTES = 256 * 1024 * 1024
+# Marker lines an entry keeps; a file with more is read every time (no real page has them).
+CACHE_MAX_MARKERS = 64
+# A writer rewrites the cache when at least this many entries changed, or one in
+# CACHE_CHANGE_SHARE: writing 100,000 entries costs more than reading a few hundred files again.
+CACHE_MIN_CHANGES = 16
+CACHE_CHANGE_SHARE = 256
+# Read for their text by every command that scans: never taken from the cache.
+_UNCACHED = (f"{VAULT_DIR}/{INDEX_FILE}", f"{VAULT_DIR}/{PROTOCOL_FILE}")
+_MARKER_KINDS = ("<", "=", ">", "|")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int  # not bool, not float
+
+
+def _optional_text(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _cached_problem(item: object, keyed: bool) -> Problem:
+    if not (isinstance(item, list) and len(item) == 4 + keyed and isinstance(item[0], str)
+            and isinstance(item[1], str) and _is_int(item[2]) and _is_int(item[3])
+            and (not keyed or _optional_text(item[4]))):
+        raise ValueError("a problem is malformed")
+    return Problem(item[0], item[1], item[2], item[3], item[4] if keyed else None)
+
+
+def _cached_meta(item: object) -> PageMeta:
+    # Checks written out inline: this runs for every page of every command's walk.
+    if not (type(item) is list and len(item) == 7):
+        raise ValueError("a page entry is malformed")
+    kind, status, summary, open_line, close_line, close_index, raw = item
+    if not (type(open_line) is int and (close_line is None or type(close_line) is int)
+            and (close_index is None or type(close_index) is int)
+            and (raw is None or (type(raw) is list and raw))):
+        raise ValueError("a page entry is malformed")
+    if raw:
+        problems = tuple(_cached_problem(problem, keyed=True) for problem in raw)
+        if not (_optional_text(kind) and _optional_text(status) and _optional_text(summary)):
+            raise ValueError("a page entry is malformed")
+        if kind is not None or status is not None or summary is not None:
+            raise ValueError("an invalid page entry has a summary")
+    elif type(kind) is str and type(status) is str and type(summary) is str:
+        problems = ()
+    else:
+        raise ValueError("a valid page entry lacks its type, status or summary")
+    return PageMeta({}, problems, open_line, close_line, type=kind, status=status,
+                    summary=summary, close_index=close_index)
+
+
+def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
+    """The Document a scan derived from a file, rebuilt from its cache entry, without text or
+    frontmatter fields and notes (only the linter uses those, and it never reads the cache);
+    ValueError when the entry is malformed."""
+    markers_raw, problem_raw, tail = record[4], record[5], record[6]
+    if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
+                                    or len(markers_raw) > CACHE_MAX_MARKERS):
+        raise ValueError("its markers are malformed")
+    markers: List[Tuple[int, str]] = []
+    for item in markers_raw or ():
+        if not (isinstance(item, list) and len(item) == 2 and _is_int(item[0])
+                and item[1] in _MARKER_KINDS):
+            raise ValueError("a marker is malformed")
+        markers.append((item[0], item[1]))
+    problem = None if problem_raw is None else _cached_problem(problem_raw, keyed=False)
+    if problem is not None and problem.kind != "invalid-text":
+        raise ValueError("only a decoding problem is ever cached")
+    meta = None
+    if kind == "page" and problem is None:
+        meta = _cached_meta(tail)
+    elif tail is not None and not (kind == "daily" and _is_int(tail) and tail >= 0):
+        raise ValueError("an entry has facts of another kind of file")
+    document = Document(relative, None, problem, markers, meta)
+    if kind == "daily":
+        document.__dict__["entry_headings"] = tail or 0  # the cached_property's value
+    return document
+
+
+def cache_record(kind: str, document: Document, info: os.stat_result) -> Optional[List[Any]]:
+    """The cache entry of a document just read, or None when it must not be cached."""
+    if document.problem is not None and document.problem.kind != "invalid-text":
+        return None  # unreadable now, maybe not on the next read
+    if len(document.markers) > CACHE_MAX_MARKERS:
+        return None
+    meta = document.meta
+    tail: Any = None
+    if kind == "page" and meta is not None:
+        tail = [meta.type, meta.status, meta.summary, meta.open_line, meta.close_line,
+                meta.close_index, [[problem.kind, problem.message, problem.line, problem.col,
+                                    problem.key] for problem in meta.problems] or None]
+    elif kind == "daily" and document.text is not None:
+        tail = document.entry_headings
+    problem = document.problem
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
+            # null, not [], for no markers and no problems: fewer objects to parse and hold
+            [[line, mark] for line, mark in document.markers] or None,
+            None if problem is None else [problem.kind, problem.message, problem.line,
+                                          problem.col], tail]
+
+
+_PAGE_PROBLEMS = cast("functools.cached_property[List[Problem]]", Document.__dict__["page_problems"])
+_ENTRY_HEADINGS = cast("functools.cached_property[int]", Document.__dict__["entry_headings"])
+
+
+def _settle(document: Document, kind: str) -> None:
+    """Compute the cached properties a command will ask for, without their lock (Python
+    before 3.12 takes one per first access), and before the text is dropped."""
+    if kind == "page":
+        document.__dict__["page_problems"] = _PAGE_PROBLEMS.func(document)
+    elif kind == "daily" and "entry_headings" not in document.__dict__:
+        document.__dict__["entry_headings"] = _ENTRY_HEADINGS.func(document)
+
+
+class FileCache:
+    """The local cache as one command uses it: the entries read from CACHE_PATH when it is
+    usable, the reason when it is not, and, for a writer, the entries it will write back."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self.entries: Dict[str, Any] = {}
+        self.stamp = 0  # entries describe files strictly older than this (ns)
+        self.state = "missing"  # "valid", "missing" or "ignored"
+        self.reason: Optional[str] = None
+        self.writable = True  # False: never replaced (tracked, a link, a folder, ...)
+        self.trusted = True  # False (`rebuild`): entries are only compared with, never used
+        self.reused = 0
+        self.read = 0
+        # A writer's entries to write back, the stamp they get, and whether the text of pages
+        # that only lack a summary is kept (`init` migrates them).
+        self.fresh: Optional[Dict[str, List[Any]]] = None
+        self.fresh_stamp = 0
+        self.keep_migratable = False
+        self.opened = False  # `scan_workspace` opens it once Git is asked, to overlap both
+
+    def ignore(self, reason: str, writable: bool = True) -> FileCache:
+        self.entries, self.state, self.reason = {}, "ignored", reason
+        self.writable = self.writable and writable
+        return self
+
+    def open(self, writer: bool = False, rebuild: bool = False) -> FileCache:
+        """Read CACHE_PATH, or say why not. A writer (holding the lock) collects fresh entries,
+        stamped with the lock's time; `rebuild` reads every file whatever the cache holds."""
+        self.opened = True
+        workspace = self.workspace
+        if os.name == "nt":
+            # There st_ctime is the creation time: a same-size rewrite that puts the old mtime
+            # back would go unseen, so the cache is not used at all.
+            return self.ignore("Windows gives no change time to validate entries by",
+                               writable=False)
+        if writer:
+            self.fresh = {}
+            with contextlib.suppress(OSError):
+                self.fresh_stamp = os.lstat(workspace / LOCK_PATH).st_mtime_ns
+        try:
+            path = managed_path(workspace, CACHE_PATH)
+            info = os.lstat(path)
+        except VaultError as exc:  # a link on the way, or not a regular file: never replaced
+            return self.ignore(str(exc).rstrip("."), writable=False)
+        except FileNotFoundError:
+            return self
+        except OSError as exc:
+            return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
+        problem = cache_tracking_problem(workspace)
+        if problem is not None:
+            return self.ignore(problem, writable=False)
+        self.trusted = not rebuild
+        if info.st_size > CACHE_MAX_BYTES:
+            return self.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
+        try:
+            value = json.loads(read_bytes(path, CACHE_MAX_BYTES).decode("utf-8"))
+        except OSError as exc:
+            return self.ignore(f"it cannot be read ({exc.strerror or exc})")
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return self.ignore("it is not JSON (truncated or corrupt)")
+        problem = cache_header_problem(value)
+        if problem is not None:
+            return self.ignore(problem)
+        self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
+        return self
+
+    def report(self) -> Dict[str, Any]:
+        return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
+                "reusedEntries": self.reused, "readFiles": self.read}
+
+    def load(self, entry: os.DirEntry[str], relative: str, kind: str,
+             limit: int = MAX_TEXT_BYTES) -> Tuple[Document, Optional[os.stat_result]]:
+        """The document of a vault file met by the walk: from its entry when that still
+        matches the file, else read (and, for a writer, recorded)."""
+        if not self.trusted:
+            record = None
+        elif self.fresh is None:  # a reader uses an entry once: free it at once
+            record = self.entries.pop(relative, None)
+        else:
+            record = self.entries.get(relative)
+        if record is not None and relative not in _UNCACHED:
+            try:
+                info: Optional[os.stat_result] = entry.stat(follow_symlinks=False)
+            except OSError:
+                info = None
+            if info is not None and self._matches(record, info):
+                try:
+                    document = cached_document(relative, kind, record)
+                except ValueError as exc:
+                    self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
+                else:
+                    self.reused += 1
+                    if self.fresh is not None:
+                        self.fresh[relative] = record
+                    _settle(document, kind)
+                    return document, info
+            elif not (isinstance(record, list) and len(record) == 7):
+                self.ignore(f"its entry for {bounded(relative)} is malformed")
+        document, info = _load_document(entry.path, relative, kind == "page", limit)
+        self.read += 1
+        if self.fresh is not None and info is not None and relative not in _UNCACHED \
+                and info.st_mtime_ns < self.fresh_stamp and info.st_ctime_ns < self.fresh_stamp:
+            fresh = cache_record(kind, document, info)
+            if fresh is not None:
+                self.fresh[relative] = fresh
+        keep = relative in _UNCACHED or (self.keep_migratable and kind == "page"
+                                         and only_summary_missing(document.page_problems))
+        _settle(document, kind)
+        if not keep:  # no page text is held: at 100,000 pages that is most of the memory
+            document.text = None
+        return document, info
+
+    def _matches(self, record: object, info: os.stat_result) -> bool:
+        # Equal values only: whatever else the entry holds, it cannot compare equal to them.
+        mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
+        return (type(record) is list and len(record) == 7
+                and record[:4] == [info.st_size, mtime, ctime, info.st_ino]
+                and mtime < self.stamp and ctime < self.stamp)
+
+    def save(self) -> None:
+        """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
+        when enough changed. Best effort: a cache that cannot be written is simply older."""
+        if self.fresh is None or not self.writable:
+            return
+        old = self.entries
+        same = sum(1 for path, record in self.fresh.items()
+                   if old.get(path) is record or old.get(path) == record)
+        changes = len(self.fresh) - same + len(old) - same
+        enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
+        if changes == 0 or (self.state == "valid" and self.trusted and changes < enough):
+            return  # an idempotent command leaves the cache, like every file, as it was
+        data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
+                           "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
+                           "stamp": self.fresh_stamp,
+                           "files": self.fresh}, separators=(",", ":")).encode("ascii")
+        if len(data) > CACHE_MAX_BYTES:
+            return
+        # Through the writers' own staging: no link followed, nothing torn, no temporary left.
+        with contextlib.suppress(OSError, VaultError):
+            publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def cache_tracking_problem(workspace: Path) -> Optional[str]:
+    """Why the cache must not be used because of Git, or None: a tracked cache came from a
+    commit, not from this checkout's writers."""
+    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", CACHE_PATH])
+    if tracked is None:
+        if any(os.path.lexists(folder / ".git") for folder in (workspace, *workspace.parents)):
+            return f"Git cannot say whether it is tracked ({bounded(error)})"
+        return None
+    if tracked:
+        return (f"it is tracked by Git, so it came from a commit; untrack it "
+                f"(`git rm --cached -- {CACHE_PATH}`)")
+    return None
+
+
+def open_cache(workspace: Path, writer: bool = False, rebuild: bool = False) -> FileCache:
+    """The local cache for one command (see `FileCache.open`)."""
+    return FileCache(workspace).open(writer, rebuild)
+
+
+@functools.cache
+def engine_digest() -> Optional[str]:
+    """SHA-256 of this engine's own file: two builds that declare one version may still decide
+    differently, so a cache is only ever read by the build that wrote it."""
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def cache_header_problem(value: object) -> Optional[str]:
+    if not isinstance(value, dict) or value.get("format") != CACHE_FORMAT:
+        return "it is not an EchoesVault cache"
+    if value.get("version") != CACHE_VERSION or value.get("engineVersion") != ENGINE_VERSION:
+        return (f"it is cache version {bounded(value.get('version'), 20)} of engine "
+                f"{bounded(value.get('engineVersion'), 40)}; this is version {CACHE_VERSION} "
+                f"of engine {ENGINE_VERSION}")
+    if engine_digest() is None or value.get("engineSha256") != engine_digest():
+        return "another build of this engine version wrote it"
+    if not _is_int(value.get("stamp")) or not isinstance(value.get("files"), dict):
+        return "its fields are not those of a cache"
+    return None
+
+
+def writer_pages(ctx: Context) -> List[Document]:
+    """Every knowledge page, as `read_pages` gives them, through the writer's cache: one walk of
+    the vault that reads only the files whose entry no longer matches, and records the entries
+    of daily and other Markdown files too, for the next command."""
+    cache = ctx.cache
+    if cache is None:
+        return read_pages(ctx.workspace)
+    managed_path(ctx.workspace, f"{VAULT_DIR}/pages", directory=True)  # read_pages' refusals
+    scan = Scan(ctx.workspace)
+    _walk_vault(scan, ctx.vault, cache)
+    if f"{VAULT_DIR}/pages" in scan.unreadable:
+        return read_pages(ctx.workspace)  # for its error
+    return scan.pages
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1830,8 +2189,8 @@ def today_entries(scan: Scan, now: Optional[_dt.datetime] = None) -> int:
     for document in scan.daily:
         parts = document.path.split("/")
         day = parts[2] if len(parts) > 3 else parts[2][:-3]
-        if day in dates and document.text:
-            count += len(ENTRY_HEADING_RE.findall(document.text))
+        if day in dates:
+            count += document.entry_headings
     return count
 
 
@@ -2128,6 +2487,8 @@ class Context:
         self.discarded: Optional[Dict[str, Any]] = None
         # How a person runs this engine, for the commands it suggests.
         self.call = _RUNTIME_CALL
+        # The local cache of a writing command (see `writing`).
+        self.cache: Optional[FileCache] = None
 
     @property
     def vault(self) -> Path:
@@ -2156,8 +2517,13 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
-    report = inspect_report(scan_workspace(ctx.workspace))
-    return status_card(report, ctx.call) if args.format == "card" else report
+    # Read-only (spec 12.5): the cache is used, never written.
+    cache = FileCache(ctx.workspace)
+    report = inspect_report(scan_workspace(ctx.workspace, cache=cache))
+    if args.format == "card":
+        return status_card(report, ctx.call)
+    report["cache"] = cache.report()
+    return report
 
 
 def cmd_search(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
@@ -3024,7 +3390,9 @@ def sweep_temporaries(directory: Path, name: Optional[str] = None) -> None:
     except OSError:
         return
     for entry in entries:
-        if (_TEMP_NAME.match(entry.name) and (name is None or entry.name.startswith(f".{name}."))
+        # The suffix test first: pages/ may hold 100,000 names, and a regex costs more.
+        if (entry.name.endswith(TEMP_SUFFIX) and _TEMP_NAME.match(entry.name)
+                and (name is None or entry.name.startswith(f".{name}."))
                 and entry.is_file(follow_symlinks=False)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
@@ -3762,17 +4130,19 @@ def daily_files(workspace: Path) -> List[str]:
     if root.is_symlink():
         return []
     found: List[str] = []
-    pending = [root]
+    # (folder, its workspace-relative POSIX path): no path object per file of a large vault.
+    pending = [(str(root), f"{VAULT_DIR}/daily")]
     while pending:
+        folder, relative = pending.pop()
         try:
-            entries = list(os.scandir(pending.pop()))
+            entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                pending.append(Path(entry.path))
+                pending.append((entry.path, f"{relative}/{entry.name}"))
             elif entry.name.casefold().endswith(".md") and entry.is_file(follow_symlinks=False):
-                found.append(Path(entry.path).relative_to(workspace).as_posix())
+                found.append(f"{relative}/{entry.name}")
     return sorted(found, key=nfc)
 
 
@@ -3889,13 +4259,16 @@ def project_runtime(workspace: Path) -> Dict[str, Any]:
 
 @contextlib.contextmanager
 def writing(ctx: Context, install: bool = False, recover: bool = True,
-            discard: bool = False) -> Iterator[ChangeSet]:
+            discard: bool = False, cache: str = "use") -> Iterator[ChangeSet]:
     """The prologue of every writing command: the marker gate (before the lock too, so a vault
     of another protocol does not even get a lock file), the lock, then roll-forward of an
-    interrupted change set, or (`hydrate`, spec 12.5.1) only a report of it, or its discard."""
+    interrupted change set, or (`hydrate`, spec 12.5.1) only a report of it, or its discard.
+    Then the local cache (`writer_pages` reads through it): "use", "rebuild" (read every file;
+    `init` always) or "read" (`hydrate`: used, never written). Its epilogue, once the body has
+    committed, refreshes the cache. The garbage collector is paused throughout, as in a scan."""
     gate = require_installable if install else require_vault
     gate(ctx.workspace)
-    with VaultLock(ctx.workspace):
+    with _PausedGC(), VaultLock(ctx.workspace):
         sweep_stale_temporaries(ctx.workspace)
         if discard:
             ctx.discarded = discard_intent(ctx.workspace)
@@ -3908,7 +4281,11 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
         gate(ctx.workspace)
         changes = ChangeSet(ctx.workspace)
         changes.journal = ctx.pending is None
+        rebuild = install or cache == "rebuild"
+        ctx.cache = open_cache(ctx.workspace, writer=cache != "read", rebuild=rebuild)
+        ctx.cache.keep_migratable = install
         yield changes
+        ctx.cache.save()
 
 
 def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:
@@ -4090,7 +4467,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         ignore_updated = plan_ignore_rules(changes)
         runtime_updated = plan_runtime(changes, missing_only=False)
         adapters = plan_adapters(changes, runtime_updated, ignore_updated)
-        pages = read_pages(workspace)
+        pages = writer_pages(ctx)
         index_text = managed_text(workspace, _INDEX_PATH, index_size_limit(len(pages)))
         migrated, failures = plan_summary_migrations(pages, index_text)
         for name, text in migrated.items():
@@ -4129,7 +4506,7 @@ def cmd_configure_agents(ctx: Context, _args: argparse.Namespace) -> Dict[str, A
         ignore_updated = plan_ignore_rules(changes)
         runtime_updated = plan_runtime(changes, missing_only=True)
         adapters = plan_adapters(changes, runtime_updated, ignore_updated)
-        entries = prospective_pages(read_pages(ctx.workspace), {})
+        entries = prospective_pages(writer_pages(ctx), {})
         index, _rendered = plan_index(changes, entries)
         plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
         changes.commit("configure-agents")
@@ -4141,8 +4518,10 @@ def _refresh(ctx: Context, operation: str, discard: bool = False,
     """Index and state only: `hydrate` and `rebuild-index` (spec 12.5.1, 12.12). `hydrate`
     never completes an interrupted change (that could alter durable knowledge): it reports it."""
     agent = normalize_agent_name(ctx.agent)
-    with writing(ctx, recover=operation != "hydrate", discard=discard) as changes:
-        entries = prospective_pages(read_pages(ctx.workspace), {})
+    with writing(ctx, recover=operation != "hydrate", discard=discard,
+                 cache={"hydrate": "read", "rebuild-index": "rebuild"}.get(operation, "use"),
+                 ) as changes:
+        entries = prospective_pages(writer_pages(ctx), {})
         index, _rendered = plan_index(changes, entries)
         state = plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)), agent)
         changes.commit(operation)
@@ -4165,7 +4544,7 @@ def cmd_start(ctx: Context, args: argparse.Namespace) -> str:
     recent = max(0, min(args.recent, RECENT_MAX))
     agent = normalize_agent_name(ctx.agent)
     with writing(ctx) as changes:
-        entries = prospective_pages(read_pages(ctx.workspace), {})
+        entries = prospective_pages(writer_pages(ctx), {})
         _index, rendered = plan_index(changes, entries)
         daily = daily_files(ctx.workspace)
         selected = list(reversed(daily[len(daily) - recent:])) if recent else []
@@ -4192,7 +4571,7 @@ def cmd_append(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
             relative = replayed[0]
         else:
             relative = plan_daily_entry(changes, "scratchpad", agent, entry)
-            entries = prospective_pages(read_pages(ctx.workspace), {})
+            entries = prospective_pages(writer_pages(ctx), {})
             plan_state(changes, ctx, entries, len(daily_files(ctx.workspace)) + 1, agent)
             changes.commit("append", request)
     return {"ok": True, "dailyLog": str(ctx.workspace / relative), "kind": "scratchpad",
@@ -4205,7 +4584,7 @@ def cmd_upsert(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
     filename, content = prepare_page_text(payload)
     agent = payload_agent(ctx, payload)
     with writing(ctx) as changes:
-        pages = read_pages(ctx.workspace)
+        pages = writer_pages(ctx)
         filename, existed = check_page_target(ctx.workspace, filename,
                                               payload.get("expectedSha256"), pages)
         entries = prospective_pages(pages, {filename: content})
@@ -4246,7 +4625,7 @@ def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         prepared[filename] = (content, item.get("expectedSha256"))
     agent = payload_agent(ctx, payload)
     with writing(ctx) as changes:
-        pages = read_pages(ctx.workspace)
+        pages = writer_pages(ctx)
         targets = {check_page_target(ctx.workspace, filename, expected, pages)[0]: content
                    for filename, (content, expected) in prepared.items()}
         entries = prospective_pages(pages, targets)

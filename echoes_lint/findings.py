@@ -220,8 +220,10 @@ branches would conflict on it constantly.
             "EV021", "tracked-local-state", _E,
             "A machine-local state or lock file is tracked or staged.",
             """
-`.echoes-vault/state.json`, `.echoes-vault/lock`, `.opencode/echoes-state.json` and
-`.codex/echoes-vault-state.json` are local bookkeeping, not knowledge.
+`.echoes-vault/state.json`, `.echoes-vault/lock`, `.echoes-vault/intent.json`,
+`.echoes-vault/cache.json`, `.opencode/echoes-state.json` and `.codex/echoes-vault-state.json` are
+local bookkeeping, not knowledge. A committed intent or cache is never trusted: the engine ignores
+it, and every clone would share one checkout's bookkeeping.
 
 `check --fix` runs `git rm --cached`; the file stays on disk.
 """, SAFE, True,

@@ -50,7 +50,9 @@ def prepared(repo: Path) -> Dict[str, object]:
 
 
 def without_state(tree: Dict[str, Optional[bytes]]) -> Dict[str, Optional[bytes]]:
-    return {path: data for path, data in tree.items() if path != str(STATE)}
+    # The state and the cache: local files that writers refresh.
+    return {path: data for path, data in tree.items()
+            if path not in (str(STATE), engine.CACHE_PATH)}
 
 
 def killed_end(repo: Path, payload: Dict[str, object], step: str) -> None:

@@ -41,7 +41,8 @@ def test_init_installs_the_whole_layout(git_repo: Path) -> None:
     assert (git_repo / RUNTIME).read_bytes() == ENGINE_FILE.read_bytes()
     assert (vault / ".gitignore").read_text() == "# Generated locally by EchoesVault\n/index.md\n"
     assert (git_repo / ".echoes-vault/.gitignore").read_text() == (
-        "# EchoesVault runtime files\n/state.json\n/lock\n/intent.json\n/lock.takeover\n")
+        "# EchoesVault runtime files\n/state.json\n/lock\n/intent.json\n/lock.takeover\n"
+        "/cache.json\n")
     assert (vault / "index.md").read_text() == engine.INDEX_HEADER
     assert engine.GENERATED_SIGNATURE in (vault / "AGENT_PROTOCOL.md").read_text()
     for guide in ("AGENTS.md", "CLAUDE.md"):
@@ -98,7 +99,7 @@ def test_text_outside_the_managed_block_and_existing_ignore_rules_survive(git_re
         "*.tmp\n/index.md\n# Generated locally by EchoesVault\n")
     assert (git_repo / ".echoes-vault/.gitignore").read_bytes() == (
         b"/lock\r\nlocal/\r\n# EchoesVault runtime files\r\n/state.json\r\n/intent.json\r\n"
-        b"/lock.takeover\r\n")
+        b"/lock.takeover\r\n/cache.json\r\n")
     before = snapshot(git_repo)
     init_vault(git_repo)
     assert snapshot(git_repo) == before

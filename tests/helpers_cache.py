@@ -1,0 +1,110 @@
+"""Helpers for the local-cache tests: run a protocol command with and without the cache and
+compare what it prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from helpers_writer import page, runtime
+
+from echoes_lint import engine
+
+CACHE = Path(engine.CACHE_PATH)
+ASIDE = Path(".echoes-vault/cache.json.aside")
+# Values a writer draws at random or from the clock: they differ between any two runs.
+VOLATILE = ("dailyLog", "lastStart", "lastSave")
+
+Outcome = Tuple[int, Any]
+
+
+def cache_record(repo: Path) -> Dict[str, Any]:
+    value: Dict[str, Any] = json.loads((repo / CACHE).read_bytes())
+    return value
+
+
+def _scrub(value: Any, repo: Path) -> Any:
+    if isinstance(value, dict):
+        return {key: "<volatile>" if key in VOLATILE else _scrub(item, repo)
+                for key, item in value.items() if key != "cache"}
+    if isinstance(value, list):
+        return [_scrub(item, repo) for item in value]
+    if isinstance(value, str):
+        return value.replace(str(repo.resolve()), "<workspace>")
+    return value
+
+
+def outcome(repo: Path, completed: subprocess.CompletedProcess[str]) -> Outcome:
+    """(exit code, what the command printed) without the workspace path, the random or timed
+    values of writers, and the `cache` report (the one key that may differ)."""
+    text = completed.stdout if completed.returncode == 0 else completed.stderr
+    try:
+        value: Any = json.loads(text)
+    except ValueError:  # Markdown (`start`, the card)
+        value = text
+    return completed.returncode, _scrub(value, repo)
+
+
+def command(repo: Path, *args: str, payload: Optional[Any] = None) -> Outcome:
+    return outcome(repo, runtime(repo, *args, payload=payload))
+
+
+def without_cache(repo: Path, *args: str) -> Outcome:
+    """A read-only command with the cache moved aside (then put back as it was: same file)."""
+    present = os.path.lexists(repo / CACHE)
+    if present:
+        os.rename(repo / CACHE, repo / ASIDE)
+    try:
+        return command(repo, *args)
+    finally:
+        if present:
+            os.rename(repo / ASIDE, repo / CACHE)
+
+
+def read_only_agree(repo: Path, card: bool = False) -> Dict[str, Any]:
+    """Assert that `status` (and, with `card`, its card) prints the same with and without the
+    cache; returns the `cache` report of the run with it."""
+    completed = runtime(repo, "status")
+    assert completed.returncode == 0, completed.stderr
+    assert outcome(repo, completed) == without_cache(repo, "status")
+    if card:
+        assert command(repo, "status", "--format", "card") == without_cache(
+            repo, "status", "--format", "card")
+    report: Dict[str, Any] = json.loads(completed.stdout)["cache"]
+    return report
+
+
+def writer_agrees(repo: Path, scratch: Path, *args: str, payload: Optional[Any] = None,
+                  ) -> Outcome:
+    """Run a writer in `repo` (with its cache) and in a copy without a cache; assert both print
+    the same and leave the same index. Returns the outcome in `repo`."""
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    shutil.copytree(repo, scratch, symlinks=True)
+    if os.path.lexists(scratch / CACHE):
+        os.unlink(scratch / CACHE)
+    ours = command(repo, *args, payload=payload)
+    theirs = outcome(scratch, runtime(scratch, *args, payload=payload))
+    assert ours == theirs  # `outcome` put the same placeholder for both workspace paths
+    index = Path("EchoesVault/index.md")
+    assert _read(repo / index) == _read(scratch / index)
+    return ours
+
+
+def _read(path: Path) -> Optional[bytes]:
+    return path.read_bytes() if path.is_file() else None
+
+
+def upsert_payload(repo: Path, name: str, summary: str, status: str = "active") -> Dict[str, Any]:
+    """An `upsert` of page `name`, with the hash of the page when it exists."""
+    payload: Dict[str, Any] = {"filename": name, "content": page(summary, status)}
+    path = repo / "EchoesVault" / "pages" / name
+    if path.is_file() and not path.is_symlink():
+        hashed = runtime(repo, "hash", name)
+        if hashed.returncode == 0:
+            payload["expectedSha256"] = json.loads(hashed.stdout)["sha256"]
+    return payload

@@ -1,0 +1,284 @@
+"""The local cache (issue 13): where it lives, who writes it, Git's racily-clean rule, every kind
+of corrupt cache (ignored, reported, never trusted), a byte-identical index after incremental
+writes, and gates that never read it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict
+
+import pytest
+from conftest import git, run_cli
+from helpers_cache import (
+    CACHE,
+    cache_record,
+    command,
+    read_only_agree,
+    upsert_payload,
+    without_cache,
+)
+from helpers_writer import INDEX, cli, init_vault, ok, page, runtime, snapshot
+
+from echoes_lint import engine
+
+PAGES = Path("EchoesVault/pages")
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    """An initialised, committed vault of three pages (one deprecated, one invalid) and a daily
+    entry, whose cache `init` wrote."""
+    pages = git_repo / PAGES
+    pages.mkdir(parents=True)
+    (pages / "alpha.md").write_text(page("Alpha."), encoding="utf-8")
+    (pages / "beta.md").write_text(page("Beta.", "deprecated"), encoding="utf-8")
+    daily = git_repo / "EchoesVault/daily/2026-01-01"
+    daily.mkdir(parents=True)
+    (daily / "20260101T000000000000Z-session-a-0000000a.md").write_text(
+        "### Session — then\n\nDone.\n", encoding="utf-8")
+    time.sleep(0.05)  # the files are older than the lock `init` takes
+    init_vault(git_repo)
+    # `init` refuses an invalid page: this one comes after, so the cache does not hold it.
+    (pages / "broken.md").write_text("---\ntype: note\n---\n", encoding="utf-8")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "vault")
+    return git_repo
+
+
+def status(repo: Path) -> Dict[str, Any]:
+    return ok(runtime(repo, "status"))
+
+
+# --- place, ignore rules, local-only -----------------------------------------------------------
+
+
+def test_the_cache_is_local_state_that_init_ignores_and_ev021_flags(repo: Path) -> None:
+    assert (repo / CACHE).is_file()
+    assert "/cache.json" in (repo / ".echoes-vault/.gitignore").read_text().splitlines()
+    assert git(repo, "status", "--porcelain", "--ignored", "--", str(CACHE)) == \
+        f"!! {CACHE}\n"
+    assert engine.CACHE_PATH in engine.LOCAL_ONLY_PATHS
+    git(repo, "add", "-f", str(CACHE))
+    checked = run_cli("check", "--select", "EV021", "--output-format", "concise", cwd=repo)
+    assert checked.returncode == 1
+    assert f"{CACHE}:1:1: EV021" in checked.stdout
+
+
+def test_status_uses_the_cache_reads_only_what_changed_and_never_writes(repo: Path) -> None:
+    report = read_only_agree(repo, card=True)
+    # Every page and daily file comes from the cache; the index and AGENT_PROTOCOL.md are read,
+    # and so is the page written after `init`.
+    assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
+                      "reusedEntries": 3, "readFiles": 3}
+    (repo / CACHE).unlink()
+    before = snapshot(repo)
+    assert status(repo)["cache"]["state"] == "missing"
+    assert command(repo, "search", "Alpha")[0] == 0
+    assert snapshot(repo) == before  # spec 12.5: read-only commands write nothing
+
+
+def test_hydrate_reads_the_cache_but_writes_only_the_index_and_the_state(repo: Path) -> None:
+    (repo / CACHE).unlink()
+    (repo / INDEX).unlink()
+    (repo / PAGES / "broken.md").unlink()
+    ok(runtime(repo, "hydrate"))
+    assert not (repo / CACHE).exists()  # spec 12.5.1: only index.md and state.json
+    assert (repo / INDEX).is_file()
+
+
+def test_writers_refresh_the_cache_under_the_lock(repo: Path) -> None:
+    (repo / PAGES / "broken.md").unlink()
+    (repo / CACHE).unlink()
+    ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "gamma.md", "G.")))
+    files = cache_record(repo)["files"]
+    # The page the writer itself just wrote is newer than its lock: racily clean, not cached.
+    assert sorted(files) == ["EchoesVault/daily/2026-01-01/20260101T000000000000Z-session-a-"
+                             "0000000a.md", "EchoesVault/pages/alpha.md",
+                             "EchoesVault/pages/beta.md"]
+    assert files["EchoesVault/pages/beta.md"][6][:3] == ["note", "deprecated", "Beta."]
+    assert not (repo / ".echoes-vault/lock").exists()
+
+
+def test_a_file_not_older_than_the_writer_s_lock_is_not_cached(repo: Path) -> None:
+    """Git's racily-clean rule: an mtime in the same tick as (here: after) the cache's stamp
+    means the file may change unseen within that tick, so it is read again every time."""
+    (repo / PAGES / "broken.md").unlink()
+    future = time.time() + 3600
+    os.utime(repo / PAGES / "alpha.md", (future, future))
+    ok(runtime(repo, "rebuild-index"))
+    record = cache_record(repo)
+    assert "EchoesVault/pages/alpha.md" not in record["files"]
+    assert "EchoesVault/pages/beta.md" in record["files"]
+    assert all(entry[1] < record["stamp"] and entry[2] < record["stamp"]
+               for entry in record["files"].values())
+
+
+# --- corrupt, foreign and hostile caches --------------------------------------------------------
+
+
+def _truncated(repo: Path) -> None:
+    data = (repo / CACHE).read_bytes()
+    (repo / CACHE).write_bytes(data[:len(data) // 2])
+
+
+def _garbage(repo: Path) -> None:
+    (repo / CACHE).write_bytes(b"\x00\xff not json at all")
+
+
+def _foreign(repo: Path) -> None:
+    record = cache_record(repo)
+    record["engineVersion"] = "9.9.9"
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _other_build(repo: Path) -> None:
+    record = cache_record(repo)
+    record["engineSha256"] = "0" * 64  # same version number, another engine file
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _newer_format(repo: Path) -> None:
+    record = cache_record(repo)
+    record["version"] = engine.CACHE_VERSION + 1
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _wrong_types(repo: Path) -> None:
+    """Entries that still match their files' stat, with facts of the wrong type: one of them
+    claims the deprecated page is valid with a summary that is a number."""
+    record = cache_record(repo)
+    entry = record["files"]["EchoesVault/pages/beta.md"]
+    entry[6] = ["note", "active", 42, 1, 6, 5, []]
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _deep(repo: Path) -> None:
+    (repo / CACHE).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+
+
+def _tracked(repo: Path) -> None:
+    git(repo, "add", "-f", str(CACHE))
+
+
+def _symlink(repo: Path) -> None:
+    (repo / CACHE).unlink()
+    os.symlink("state.json", repo / CACHE)
+
+
+def _directory(repo: Path) -> None:
+    (repo / CACHE).unlink()
+    (repo / CACHE).mkdir()
+
+
+def _fifo(repo: Path) -> None:
+    (repo / CACHE).unlink()
+    os.mkfifo(repo / CACHE)
+
+
+def _huge(repo: Path) -> None:
+    with open(repo / CACHE, "r+b") as handle:  # sparse: nothing is written to disk
+        handle.truncate(engine.CACHE_MAX_BYTES + 1)
+
+
+CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
+    # kind: (make it, words of the reason, whether a writer replaces it)
+    "truncated": (_truncated, "not JSON", True),
+    "garbage": (_garbage, "not JSON", True),
+    "foreign engine": (_foreign, "engine 9.9.9", True),
+    "other build": (_other_build, "another build", True),
+    "newer format": (_newer_format, f"cache version {engine.CACHE_VERSION + 1}", True),
+    "wrong types": (_wrong_types, "is malformed", True),
+    "nested too deeply": (_deep, "not JSON", True),
+    "tracked by Git": (_tracked, "tracked by Git", False),
+    "symlink": (_symlink, "symbolic link", False),
+    "directory": (_directory, "must be a regular file", False),
+    "fifo": (_fifo, "must be a regular file", False),
+    "huge": (_huge, "larger than 256 MiB", True),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPTIONS))
+def test_a_corrupt_cache_is_ignored_reported_and_never_trusted(repo: Path, kind: str) -> None:
+    corrupt, reason, replaced = CORRUPTIONS[kind]
+    corrupt(repo)
+    report = read_only_agree(repo, card=True)
+    assert report["state"] == "ignored" and reason in report["reason"], report
+    assert report["reusedEntries"] == 0 or kind == "wrong types"
+    before = os.lstat(repo / CACHE)
+    # A writer decides from the files, and replaces only a regular file it may replace.
+    upserted = command(repo, "upsert", "--payload", "-",
+                       payload=upsert_payload(repo, "gamma.md", "Gamma."))
+    assert upserted[0] == 2 and "broken.md" in upserted[1]["error"]
+    (repo / PAGES / "broken.md").unlink()
+    ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "gamma.md", "G.")))
+    after = os.lstat(repo / CACHE)
+    if replaced:
+        assert status(repo)["cache"]["state"] == "valid"
+    else:
+        assert (after.st_ino, after.st_mode, after.st_mtime_ns) == (
+            before.st_ino, before.st_mode, before.st_mtime_ns)
+        assert status(repo)["cache"]["state"] == "ignored"
+    read_only_agree(repo)
+
+
+def test_a_cache_from_another_checkout_matches_no_file(repo: Path, tmp_path: Path) -> None:
+    """A cache copied or committed elsewhere names files by path, size and times, but their
+    inodes and change times are this checkout's own: nothing of it is used."""
+    clone = tmp_path / "clone"
+    git(repo, "clone", "-q", str(repo), str(clone))
+    (clone / PAGES / "broken.md").unlink()
+    ok(cli(clone, "init"))
+    (clone / CACHE).write_bytes((repo / CACHE).read_bytes())
+    report = read_only_agree(clone)
+    assert report["state"] == "valid" and report["reusedEntries"] == 0
+
+
+# --- the index -----------------------------------------------------------------------------------
+
+
+def test_incremental_writes_leave_the_index_a_full_rebuild_writes(repo: Path) -> None:
+    (repo / PAGES / "broken.md").unlink()
+    for number in range(40):
+        (repo / PAGES / f"page-{number:02d}.md").write_text(
+            page(f"Page {number}.", "deprecated" if number % 7 == 0 else "active"),
+            encoding="utf-8")
+    ok(runtime(repo, "rebuild-index"))
+    names = ["page-03.md", "Zeta.md", "page-03.md", "alpha.md", "Ärger.md"]
+    for number, name in enumerate(names):
+        ok(runtime(repo, "upsert", "--payload", "-",
+                   payload=upsert_payload(repo, name, f"Rewritten {number}.")))
+        assert status(repo)["cache"]["reusedEntries"] > 40
+    ok(runtime(repo, "end", "--confirm-explicit-user-end", "--payload", "-", payload={
+        "dailySummary": "- Done.", "pages": [upsert_payload(repo, "page-10.md", "End.")]}))
+    ok(runtime(repo, "append", "--payload", "-", payload={"entry": "- Note."}))
+    incremental = (repo / INDEX).read_bytes()
+    documents = engine.read_pages(repo)  # every page read and parsed, no cache
+    assert incremental == engine.build_index(engine.prospective_pages(documents, {})).encode()
+    (repo / CACHE).unlink()
+    ok(runtime(repo, "rebuild-index"))
+    assert (repo / INDEX).read_bytes() == incremental
+    assert without_cache(repo, "status") == command(repo, "status")
+
+
+# --- the gates -------------------------------------------------------------------------------
+
+
+def test_gates_never_read_the_cache(repo: Path) -> None:
+    """A forged cache whose entry matches the invalid page's stat but calls it valid: the
+    protocol commands of this checkout trust their own cache, `check` reads the file."""
+    record = cache_record(repo)
+    info = os.stat(repo / PAGES / "broken.md")
+    record["stamp"] = max(info.st_mtime_ns, info.st_ctime_ns) + 1
+    record["files"]["EchoesVault/pages/broken.md"] = [
+        info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, None, None,
+        ["note", "active", "Forged.", 1, 3, 2, None]]
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    # The protocol commands trust an entry that matches (a local file, like Git's index)...
+    assert status(repo)["health"]["invalidFrontmatter"] == []
+    # ... the gates read the page: the repository is hostile to them.
+    checked = run_cli("check", "--output-format", "concise", cwd=repo)
+    assert checked.returncode == 1
+    assert "EchoesVault/pages/broken.md" in checked.stdout
