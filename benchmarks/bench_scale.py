@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from bench_status import FLOOR  # one I/O floor for every benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "echoes_lint" / "engine.py"
 RUNTIME = ".echoes-vault/echoes_vault.py"
@@ -40,15 +42,6 @@ LAYOUT = 1
 GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
                 "-c", "commit.gpgsign=false")
 
-FLOOR = """
-import os, sys
-total = 0
-for directory, _dirs, files in os.walk(sys.argv[1]):
-    for name in files:
-        with open(os.path.join(directory, name), "rb") as handle:
-            total += len(handle.read())
-print(total)
-"""
 HOOK = "import sys; from echoes_lint.precommit import lint_main; sys.exit(lint_main(sys.argv[1:]))"
 BODY = "\n".join(f"Paragraph {i} about services, tokens and [[page-{i:06d}]]." for i in range(20))
 
