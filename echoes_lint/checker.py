@@ -38,6 +38,7 @@ from echoes_lint.config import (
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context
+from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
 _GIT_SCOPE = (VAULT, *engine.LOCAL_ONLY_PATHS)
@@ -431,7 +432,10 @@ def _read_marker(scan: engine.Scan, index: Optional[frozenset[str]] = None,
     """The marker as the commit will record it: from the staged blob when there is one, and
     missing when Git's index does not hold it (a staged deletion, or never added)."""
     if index is not None and MARKER_PATH not in index:
-        scan.marker_exists, scan.marker_value, scan.marker_error = False, None, None
+        # On disk but never added (right after `init`): the message says so, not "missing".
+        on_disk = os.path.lexists(scan.vault / engine.MARKER_FILE)
+        scan.marker_exists, scan.marker_value, scan.marker_error = \
+            False, None, NOT_IN_INDEX if on_disk else None
     elif staged is not None:
         text, problem = engine.decode_text(staged)
         value, error = (engine.parse_marker(text) if text is not None

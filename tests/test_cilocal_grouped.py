@@ -101,3 +101,22 @@ def test_each_kind_gets_its_command_and_only_reported_findings_count(tmp_path: P
     assert hint_commands(narrowed.stdout) == ["git add -- EchoesVault/pages/new.md"]
     statistics = run_cli("check", "--statistics", cwd=repo)
     assert len(hint_commands(statistics.stdout)) == 3
+
+
+def test_a_marker_not_yet_added_is_named_as_such_with_its_git_add(git_repo: Path) -> None:
+    """A hook checks Git's index: right after `init` the marker is on disk but not added, which
+    is not the "missing" marker that `init` would recreate."""
+    assert run_cli("init", cwd=git_repo).returncode == 0
+    marker = f"{engine.VAULT_DIR}/{engine.MARKER_FILE}"
+    completed = run_cli("check", f"{engine.VAULT_DIR}/{engine.PROTOCOL_FILE}", cwd=git_repo)
+    assert completed.returncode == 1
+    (line,) = [line for line in completed.stdout.splitlines() if " EV041 " in line]
+    assert "is on disk but not in Git's index" in line
+    assert line.endswith(f"run `git add -- {marker}`")
+    git(git_repo, "add", "--", marker)
+    assert " EV041 " not in run_cli("check", f"{engine.VAULT_DIR}/{engine.PROTOCOL_FILE}",
+                                    cwd=git_repo).stdout
+    git(git_repo, "rm", "-q", "--cached", "--", marker)
+    (git_repo / marker).unlink()
+    gone = run_cli("check", f"{engine.VAULT_DIR}/{engine.PROTOCOL_FILE}", cwd=git_repo)
+    assert "is missing" in [line for line in gone.stdout.splitlines() if " EV041 " in line][0]

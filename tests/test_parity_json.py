@@ -713,7 +713,7 @@ def test_the_linter_reports_a_committed_file_under_an_ignore_rule(tmp_path: Path
                              cwd=repo, capture_output=True, text=True, check=False, timeout=120)
     assert checked.returncode == 0, checked.stdout + checked.stderr  # a warning
     lines = [line for line in checked.stdout.splitlines() if " EV022 " in line]
-    assert lines == [f"{RUNTIME}:1:1: EV022 committed EchoesVault protocol file is tracked, but "
+    assert lines == [f"{RUNTIME}:1:1: EV022 EchoesVault protocol file that every clone needs is tracked, but "
                      "an ignore rule matches it, so a new file there would not reach the team; "
                      "remove the rule that `git check-ignore -v --no-index -- "
                      f"{RUNTIME}` shows"]

@@ -257,5 +257,5 @@ def test_untracked_protocol_files_are_named_as_such(repo: Path) -> None:
     write(repo, f"{PAGES}/new.md", page())
     messages = {f.path: f.message for f in findings(repo, "EV022")}
     assert messages[".echoes-vault/echoes_vault.py"].startswith(
-        "committed EchoesVault protocol file is not tracked")
+        "EchoesVault protocol file that every clone needs is not tracked")
     assert messages[f"{PAGES}/new.md"].startswith("durable vault file is not tracked")

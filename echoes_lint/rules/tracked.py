@@ -39,7 +39,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             # Knowledge (pages, daily entries, assets, raw sources), or a protocol file that
             # every clone needs: the marker, the runtime, the agent adapters.
             what = ("durable vault file" if relative.startswith(DURABLE_PREFIXES)
-                    else "committed EchoesVault protocol file")
+                    else "EchoesVault protocol file that every clone needs")
             if relative in tracked:  # committed, but an ignore rule matches it
                 fix = f"git check-ignore -v --no-index -- {engine.shell_quote(ctx.path(relative))}"
                 yield ctx.finding(
