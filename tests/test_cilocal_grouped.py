@@ -119,4 +119,4 @@ def test_a_marker_not_yet_added_is_named_as_such_with_its_git_add(git_repo: Path
     git(git_repo, "rm", "-q", "--cached", "--", marker)
     (git_repo / marker).unlink()
     gone = run_cli("check", f"{engine.VAULT_DIR}/{engine.PROTOCOL_FILE}", cwd=git_repo)
-    assert "is missing" in [line for line in gone.stdout.splitlines() if " EV041 " in line][0]
+    assert "is missing" in next(line for line in gone.stdout.splitlines() if " EV041 " in line)
