@@ -289,12 +289,17 @@ _MARKER_LINE = re.compile(r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$")
 _MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
 
 
+def _may_hold_markers(text: str, base: bool) -> bool:
+    """Whether `text` holds a run of seven marker characters (`|` too with `base`): character
+    tests first (memchr), then substrings, both far cheaper than a regex over the text."""
+    return (("<" in text and "<<<<<<<" in text) or ("=" in text and "=======" in text)
+            or (">" in text and ">>>>>>>" in text)
+            or (base and "|" in text and "|||||||" in text))
+
+
 def marker_lines(text: str) -> List[Tuple[int, str]]:
     """Every conflict-marker line as (1-based line, marker character: '<', '|', '=' or '>')."""
-    # Character tests first (memchr), then substrings: both are far cheaper than the regex.
-    if (("<" not in text or "<<<<<<<" not in text) and ("=" not in text or "=======" not in text)
-            and (">" not in text or ">>>>>>>" not in text)
-            and ("|" not in text or "|||||||" not in text)):
+    if not _may_hold_markers(text, base=True):
         return []
     # One pass over the whole text, counting lines only between matches: no list of lines,
     # and linear however many markers there are.
@@ -508,9 +513,7 @@ SCALAR_KEYS = ("type", "status", "summary")
 
 def protocol_marker_offset(text: str) -> int:
     """Offset of the first conflict-marker line of `text` as engines test it, or -1."""
-    # Character tests first (memchr), then substrings: both are far cheaper than the regex.
-    if (("<" not in text or "<<<<<<<" not in text) and ("=" not in text or "=======" not in text)
-            and (">" not in text or ">>>>>>>" not in text)):
+    if not _may_hold_markers(text, base=False):
         return -1
     found = _PROTOCOL_MARKER.search(text)
     return found.start() if found else -1
