@@ -45,7 +45,9 @@ class FixOutcome:
     """Every finding a fix removed (or, with `dry_run`, would remove)."""
     diffs: list[str] = field(default_factory=list)
     commands: list[tuple[str, ...]] = field(default_factory=list)
-    """The Git commands run (or that would run), without the leading `git`."""
+    """The Git commands run (or that would run), batched, without the leading `git`."""
+    attempted: set[tuple[str, ...]] = field(default_factory=set)
+    """Each finding's own command once tried: a later pass never runs it again."""
     problems: list[str] = field(default_factory=list)
     """Fixes that could not be applied, and why."""
 
@@ -173,21 +175,22 @@ def _run_commands(result: CheckResult, findings: Sequence[Finding], dry_run: boo
     batches: dict[tuple[str, ...], list[Finding]] = {}
     for finding in findings:
         command = finding.command
-        if command is None or command in outcome.commands:
+        if command is None or command in outcome.attempted:
             continue
-        outcome.commands.append(command)
+        outcome.attempted.add(command)
         # `git mv -- SOURCE TARGET` runs alone; `... -- PATH` joins its batch.
         key = command[:-1] if command[-2] == "--" else command
         batches.setdefault(key, []).append(finding)
-    if dry_run:
-        outcome.fixed += [finding for batch in batches.values() for finding in batch]
-        return False
     ran = False
     for key, batch in batches.items():
         for start in range(0, len(batch), engine.GIT_FIX_BATCH):
             chunk = batch[start:start + engine.GIT_FIX_BATCH]
             command = (*key, *(finding.command[-1] for finding in chunk if finding.command)) \
                 if key[-1] == "--" else key
+            outcome.commands.append(command)
+            if dry_run:  # what `--diff` shows is what `--fix` would run
+                outcome.fixed += chunk
+                continue
             completed = subprocess.run(["git", *command], cwd=result.repo_root,
                                        capture_output=True, check=False)
             if completed.returncode != 0:

@@ -31,8 +31,9 @@ def test_tracked_local_files_leave_the_index_and_stay_on_disk(tmp_path: Path) ->
     commit(repo, "local files")
     diff = lint(repo, "--diff")
     assert (diff.returncode, diff.stdout) == (1, "")
-    assert diff.stderr == ("Would run: git rm --cached -q -- .echoes-vault/state.json\n"
-                           "Would run: git rm --cached -q -- EchoesVault/index.md\n"
+    # One command for both, exactly what --fix runs.
+    assert diff.stderr == ("Would run: git rm --cached -q -- .echoes-vault/state.json "
+                           "EchoesVault/index.md\n"
                            "Would fix 2 findings.\n")
     assert "EchoesVault/index.md" in tracked(repo)
     fixed = lint(repo, "--fix")
@@ -70,9 +71,7 @@ def test_untracked_pages_are_added_together(tmp_path: Path) -> None:
     for name in names:
         write(repo, name, page())
     diff = lint(repo, "--diff")
-    assert diff.stderr == (f"Would run: git add -- {PAGES}/a.md\n"
-                           f"Would run: git add -- '{PAGES}/b b.md'\n"
-                           f"Would run: git add -- {PAGES}/c.md\n"
+    assert diff.stderr == (f"Would run: git add -- {PAGES}/a.md '{PAGES}/b b.md' {PAGES}/c.md\n"
                            "Would fix 3 findings.\n")
     fixed = lint(repo, "--fix")
     assert fixed.stdout == "Found 3 warnings (3 fixed, 0 remaining).\n"
