@@ -25,6 +25,19 @@ TOOL_COMMANDS: dict[str, str] = {
     "uninstall-git-hooks": "echoes_lint.merge.githooks:uninstall_main",
 }
 
+# One line each for `echoes-lint --help`, as the protocol commands have theirs.
+TOOL_SUMMARIES: dict[str, str] = {
+    "check": "Lint the vault (read-only; --fix applies the safe fixes).",
+    "rule": "Explain a rule, or list them all with --all.",
+    "ci": "The pull-request gate the GitHub Action runs: report, annotations, SARIF.",
+    "resolve": "While merging: check the vault's conflicted files and say what comes next.",
+    "merge-driver": "The Git merge driver for pages (Git runs it; see install-merge-driver).",
+    "install-merge-driver": "Let Git merge pages key by key in this clone.",
+    "uninstall-merge-driver": "Remove what install-merge-driver set up.",
+    "install-git-hooks": "Keep the local index fresh after checkout, merge and rebase.",
+    "uninstall-git-hooks": "Remove the hooks install-git-hooks installed; keep your own.",
+}
+
 # How people run us: usage, `COMMAND --help` and the commands the status card suggests say so.
 PROG = "echoes-lint"
 _GLOBAL_OPTIONS = ("--workspace", "--agent", "--adapter-version")
@@ -35,8 +48,7 @@ usage: echoes-lint [--workspace DIR] [--agent NAME] [--adapter-version X.Y.Z] CO
 Protocol {engine.PROTOCOL_VERSION} commands (engine {engine.ENGINE_VERSION}):
 {"".join(f"  {name:<17} {engine.COMMAND_SUMMARIES[name]}{chr(10)}" for name in engine.COMMANDS)}
 Tool commands:
-  {", ".join(TOOL_COMMANDS)}
-
+{"".join(f"  {name:<23} {TOOL_SUMMARIES[name]}{chr(10)}" for name in TOOL_COMMANDS)}
 Run `echoes-lint COMMAND --help` for a command's options (and the payload schema of `append`,
 `upsert` and `end`).
 """

@@ -23,4 +23,13 @@ def test_help_lists_protocol_and_tool_commands(tmp_path: Path) -> None:
     assert result.returncode == 0
     for name in engine.COMMANDS:  # each protocol command with its one-line description
         assert f"\n  {name:<17} {engine.COMMAND_SUMMARIES[name]}\n" in result.stdout
-    assert "check, rule, ci" in result.stdout
+
+
+def test_help_describes_every_tool_command_in_one_line(tmp_path: Path) -> None:
+    from echoes_lint.cli import TOOL_COMMANDS, TOOL_SUMMARIES
+
+    assert set(TOOL_SUMMARIES) == set(TOOL_COMMANDS)
+    shown = run_cli("--help", cwd=tmp_path).stdout
+    tools = shown.split("Tool commands:\n", 1)[1]
+    for name in TOOL_COMMANDS:
+        assert f"  {name:<23} {TOOL_SUMMARIES[name]}\n" in tools, name
