@@ -1687,6 +1687,8 @@ def finish_scan(scan: Scan) -> None:
 def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> None:
     pending = [(str(vault), VAULT_DIR)]
     index: Optional[Tuple[os.DirEntry[str], str, str]] = None
+    if cache is not None:
+        cache.walked = True
     while pending:
         directory, relative_dir = pending.pop()
         try:
@@ -1914,6 +1916,8 @@ class FileCache:
         # that only lack a summary is kept (`init` migrates them).
         self.fresh: Optional[Dict[str, List[Any]]] = None
         self.fresh_stamp = 0
+        self.walked = False
+        """Whether a walk of the vault went through this cache (what `fresh` is made of)."""
         self.keep_migratable = False
         self.opened = False  # `scan_workspace` opens it once Git is asked, to overlap both
 
@@ -2019,7 +2023,8 @@ class FileCache:
     def save(self) -> None:
         """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
         when enough changed. Best effort: a cache that cannot be written is simply older."""
-        if self.fresh is None or not self.writable:
+        # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
+        if self.fresh is None or not self.writable or not self.walked or not self.fresh_stamp:
             return
         old = self.entries
         same = sum(1 for path, record in self.fresh.items()
@@ -2974,9 +2979,14 @@ def clean_text(value: object, what: str) -> str:
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
     if "\0" in text:
         raise VaultError(f"{what} contains a NUL character; binary files belong in assets/.")
-    if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
-        raise VaultError(f"{what} is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
+    check_text_size(text, what)
     return text
+
+
+def check_text_size(text: str, what: str) -> None:
+    """Refuse text that every engine's read limit (`_read_file`) would refuse once stored."""
+    if len(text.encode("utf-8")) > MAX_TEXT_BYTES:
+        raise VaultError(f"{what} is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
 
 
 def reject_conflict_markers(text: str, what: str) -> None:
@@ -3026,10 +3036,7 @@ def page_content(value: object, filename: str) -> str:
 
 
 def check_page_size(text: str, filename: str) -> None:
-    """Refuse a page every engine's read limit would refuse once it is stored."""
-    if len(text.encode("utf-8")) >= MAX_TEXT_BYTES:
-        raise VaultError(f"The content of {filename} is larger than "
-                         f"{MAX_TEXT_BYTES // (1024 * 1024)} MiB.")
+    check_text_size(text, f"The content of {filename}")
 
 
 def prepare_page_text(item: object) -> Tuple[str, str]:
@@ -4657,7 +4664,7 @@ def fix_file(ctx: Context, relative: str, before: str, content: str) -> bool:
             return False
         changes.put(relative, content)
         if intent_target_kind(relative) == "page":  # a page a writer could address
-            entries = prospective_pages(read_pages(ctx.workspace),
+            entries = prospective_pages(writer_pages(ctx),
                                         {relative.rpartition("/")[2]: content})
             with contextlib.suppress(VaultError):  # an invalid page set keeps the old index
                 plan_index(changes, entries)

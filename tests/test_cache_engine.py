@@ -282,3 +282,30 @@ def test_gates_never_read_the_cache(repo: Path) -> None:
     checked = run_cli("check", "--output-format", "concise", cwd=repo)
     assert checked.returncode == 1
     assert "EchoesVault/pages/broken.md" in checked.stdout
+
+
+def test_a_fix_keeps_the_cache_it_walked_and_a_writer_that_never_walked_keeps_it_whole(
+        repo: Path) -> None:
+    """`check --fix` writes through the writers' cache; a writer that read no page through the
+    cache (nothing to record) leaves its entries alone instead of emptying the file."""
+    (repo / PAGES / "broken.md").unlink()
+    for number in range(20):  # more entries than a writer rewrites the cache for
+        (repo / PAGES / f"p{number}.md").write_text(page(f"P{number}."), encoding="utf-8")
+    time.sleep(0.05)  # older than the lock of the writer that records them
+    ok(runtime(repo, "rebuild-index"))
+    before = cache_record(repo)["files"]
+    assert "EchoesVault/pages/alpha.md" in before and len(before) > 20
+    (repo / PAGES / "gamma.md").write_text(page("Gamma.", "deprecated"), encoding="utf-8")
+    fixed = run_cli("check", "--fix", "--select", "EV080", cwd=repo)
+    assert fixed.stdout == "Found 2 warnings (2 fixed, 0 remaining).\n", fixed.stderr  # beta too
+    after = cache_record(repo)["files"]
+    assert after["EchoesVault/pages/alpha.md"] == before["EchoesVault/pages/alpha.md"]
+    lock = repo / engine.LOCK_PATH
+    lock.write_text("held by this test\n", encoding="utf-8")  # a writer's stamp is its lock's
+    try:
+        cache = engine.FileCache(repo).open(writer=True)
+        assert cache.fresh_stamp and cache.fresh == {}
+        cache.save()  # a writer that walked nothing: the file stays as it was
+    finally:
+        lock.unlink()
+    assert cache_record(repo)["files"] == after
