@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import glob
 import os
 import sys
 from collections.abc import Sequence
@@ -213,13 +212,16 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 def expand_globs(paths: Sequence[str]) -> list[str]:
     """Paths as given, with a glob that names no existing path expanded (relative to the current
-    folder, `**` recursive, as a shell would; sorted) for shells and hooks that pass it quoted."""
+    folder, `**` recursive; sorted) for shells and hooks that pass it quoted. `pathlib` never
+    follows a symbolic link into `**` (`glob.glob` does: a link loop would never end)."""
     expanded: list[str] = []
     for path in paths:
         if os.path.lexists(path) or not any(char in path for char in "*?["):
             expanded.append(path)
             continue
-        matches = sorted(glob.glob(path, recursive=True))
+        pattern = Path(path)
+        base = Path(pattern.anchor) if pattern.is_absolute() else Path()
+        matches = sorted(str(match) for match in base.glob(str(pattern.relative_to(base))))
         if not matches:
             raise UsageError(f"{path}: no file or folder matches")
         expanded.extend(matches)

@@ -5,6 +5,8 @@ ruff does (`extend-select`, `extend-ignore`, `exclude`, `extend-exclude`, glob p
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,19 @@ def test_glob_paths_on_the_command_line(repo: Path) -> None:
     missing = lint(repo, f"{PAGES}/zz*.md")
     assert missing.returncode == 2
     assert missing.stderr == f"echoes-lint: error: {PAGES}/zz*.md: no file or folder matches\n"
+
+
+def test_a_glob_never_follows_a_link_loop(repo: Path) -> None:
+    """`**` stays inside the tree: two links back to their parent would make a link-following
+    glob (Python's `glob.glob`) run for ever; the timeout is the hang guard."""
+    loops = repo / "loops" / "d"
+    loops.mkdir(parents=True)
+    (loops / "a").symlink_to("..")
+    (loops / "b").symlink_to("..")
+    assert found(repo, "EchoesVault/**/mis*.md") == ["missing.md:EV015"]
+    completed = subprocess.run([sys.executable, "-m", "echoes_lint", "check", "loops/**/*.md"],
+                               cwd=repo, capture_output=True, text=True, timeout=60, check=False)
+    assert completed.returncode == 2, completed.stderr  # nothing there but the links
 
 
 def test_unknown_codes_in_extensions_are_errors(repo: Path) -> None:
