@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import List, Sequence
 
 import pytest
 from conftest import git, load_json, run_cli
@@ -60,9 +61,9 @@ def diverged(git_repo: Path) -> Path:
 
 def test_a_deleted_interpreter_falls_back_to_git_merge_file_with_markers(
         diverged: Path, tmp_path: Path) -> None:
-    # A path with a space, a quote and a percent sign: the command line quotes it for sh and
-    # doubles the `%` for Git's placeholder expansion.
-    python = interpreter_at(tmp_path / "my env's 100%" / "bin")
+    # A path with a space, a quote and `%A` (a placeholder Git would expand): the command line
+    # quotes it for sh and doubles the `%` for Git's placeholder expansion.
+    python = interpreter_at(tmp_path / "my env's 100%A" / "bin")
     record_driver(diverged, driver_command(str(python)))
     assert recorded_interpreter(git(diverged, "config", "merge.echoes-vault.driver").strip()) \
         == str(python)
@@ -229,3 +230,32 @@ def test_a_deleted_or_added_key_that_the_file_reverted_is_named() -> None:
         "their deletion of `owner` is absent: the file keeps the base version",
         "their change to `tags` (line 3 of `:3:`) is absent: the file keeps the base version",
     ]
+
+
+def test_one_large_hunk_against_many_small_ones_is_judged_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Theirs rewrites a whole body, ours changes every other line, the file takes theirs: every
+    small hunk of ours overlaps the one large hunk of theirs, which is read once, not once per
+    small hunk (that was quadratic). Counted in lines read, not in time."""
+    from echoes_lint.merge import resolve as module
+
+    size = 4000
+    base = [f"base {number}" for number in range(size)]
+    ours = [f"ours {number}" if number % 2 else base[number] for number in range(size)]
+    theirs = [f"theirs {number}" for number in range(size)]
+    texts = {1: "\n".join(base), 2: "\n".join(ours), 3: "\n".join(theirs)}
+    hunks = {texts[2]: [(number + 1, 1, number + 1, 1) for number in range(1, size, 2)],
+             texts[3]: [(1, size, 1, size)]}
+    monkeypatch.setattr(module, "diff_hunks", lambda _top, _a, _b, text: hunks[text])
+    read = 0
+    written = module._written
+
+    def counted(lines: Sequence[str], first: int, count: int) -> List[str]:
+        nonlocal read
+        read += count
+        return written(lines, first, count)
+
+    monkeypatch.setattr(module, "_written", counted)
+    dropped = module.dropped_lines(Path("."), {1: "a", 2: "b", 3: "c"}, texts, texts[3], {})
+    assert len(dropped) == size // 2 and {item.kept for item in dropped} == {"theirs"}
+    assert read <= 4 * size  # each small hunk twice, the large one once per side

@@ -48,7 +48,8 @@ class InstallError(Exception):
 
 
 # Git runs the driver from the top of the work tree, and `python -m` would import an
-# `echoes_lint/` folder found there first: the command drops the current directory from sys.path.
+# `echoes_lint/` folder found there first: the command drops the current directory from sys.path,
+# and `-E` ignores PYTHONPATH (whose relative entries Python makes absolute, to that same top).
 _INSTALLED_ONLY = ('import sys; sys.path[:] = [p for p in sys.path if p not in ("", ".")]; '
                    'from echoes_lint.cli import main; sys.exit(main())')
 # The driver's exit status for "conflict, markers written". Any other failure (the interpreter
@@ -57,18 +58,20 @@ _INSTALLED_ONLY = ('import sys; sys.path[:] = [p for p in sys.path if p not in (
 # text merge, so the other side is never silently dropped.
 CONFLICT_STATUS = 3
 # Git substitutes %O %A %B (temporary names), %L (a number), and %P %S %X %Y shell-quoted; an
-# older Git leaves %S %X %Y as they are (so `case` sees `%X`). The script holds no other `%`:
-# the interpreter's path has each `%` doubled, which Git turns back into one.
+# older Git leaves %S %X %Y as they are (so `case` sees `%X`). Its only other `%` is in `*%[XY]*`,
+# which no placeholder starts; the interpreter's path has each `%` doubled, which Git turns back
+# into one.
 _WRAPPER = (
     "e={python}; o=%O a=%A b=%B l=%L p=%P s=%S x=%X y=%Y; "
-    'if [ -x "$e" ]; then "$e" -c {code} merge-driver --conflict-status {status} '
+    'if [ -x "$e" ]; then "$e" -E -c {code} merge-driver --conflict-status {status} '
     '--marker-size "$l" --names "$s" "$x" "$y" "$o" "$a" "$b" "$p"; c=$?; '
     "case $c in 0) exit 0;; {status}) exit 1;; esac; "
     'why="it failed with exit status $c"; else why="$e is missing"; fi; '
     # An older Git: label as its own merge does when it named the merged branch (GITHEAD_<id>).
     "case $x$y in *%[XY]*) s=base x=ours y=theirs; "
-    "if [ \"$(env | grep -c '^GITHEAD_')\" = 1 ]; then "
-    "x=HEAD y=$(env | sed -n 's/^GITHEAD_[0-9a-f]*=//p'); fi;; esac; "
+    # `command -p`: the system's own tools, never one a PATH entry finds in the repository.
+    "if [ \"$(command -p env | command -p grep -c '^GITHEAD_')\" = 1 ]; then "
+    "x=HEAD y=$(command -p env | command -p sed -n 's/^GITHEAD_[0-9a-f]*=//p'); fi;; esac; "
     'echo "echoes-lint merge-driver: $why; merged with git merge-file instead; run '
     'echoes-lint install-merge-driver to repair the driver" >&2; '
     'git merge-file -q --marker-size="$l" -L "$x" -L "$s" -L "$y" "$a" "$o" "$b" && exit 0; '
@@ -217,7 +220,8 @@ def install(top: Path, scope: str, which: str) -> List[str]:
     elif current is not None and current != command:
         interpreter = recorded_interpreter(current)
         if interpreter is not None and not os.access(interpreter, os.X_OK):
-            report.append(f"{DRIVER_KEY}: the recorded interpreter {interpreter} is missing")
+            report.append(f"{DRIVER_KEY}: the recorded interpreter "
+                          f"{engine.printable(interpreter)} is missing")
         elif not has_fallback(current):
             report.append(f"{DRIVER_KEY}: the recorded command had no fallback to Git's "
                           "text merge")

@@ -351,6 +351,9 @@ def dropped_lines(top: Path, blobs: Dict[int, str], texts: Dict[int, str], curre
     base_lines = lines.get(1, [""])
     hunks = {stage: diff_hunks(top, blobs.get(1), blobs[stage], texts[stage]) for stage in (2, 3)}
     dropped = []
+    # Whether the file holds all an other-side hunk wrote, judged once per hunk: one large hunk
+    # overlaps many small ones, and judging it again for each would be quadratic.
+    held: Dict[Tuple[int, int], bool] = {}
     for stage, side, other_stage, other in _SIDES:
         others = hunks[other_stage]
         starts = [hunk[0] for hunk in others]
@@ -366,9 +369,12 @@ def dropped_lines(top: Path, blobs: Dict[int, str], texts: Dict[int, str], curre
             # still reach into it (disjoint and sorted, so each overlap is met once per side).
             index = bisect.bisect_right(starts, start + count) - 1
             while kept is None and index >= 0 and sum(others[index][:2]) >= start:
-                _o_start, _o_count, o_first, o_length = others[index]
-                theirs = _written(lines[other_stage], o_first, o_length)
-                if theirs and all(line in present for line in theirs):
+                if (other_stage, index) not in held:
+                    _o_start, _o_count, o_first, o_length = others[index]
+                    theirs = _written(lines[other_stage], o_first, o_length)
+                    held[other_stage, index] = bool(theirs) and all(
+                        line in present for line in theirs)
+                if held[other_stage, index]:
                     kept = other
                 index -= 1
             if kept is not None:
