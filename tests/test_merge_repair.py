@@ -4,6 +4,8 @@ there, and both installers say clearly that a vault in a subfolder is not theirs
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,6 +70,17 @@ def test_a_local_attribute_without_a_driver_is_reported(git_repo: Path) -> None:
         "install-merge-driver` to repair it"]
     install_driver(git_repo, "--local-attributes")
     assert lint(git_repo) == []
+
+
+def test_a_fifo_as_the_local_attributes_never_blocks_the_check(git_repo: Path) -> None:
+    vault_with_page(git_repo)
+    info = git_repo / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    os.mkfifo(info / "attributes")
+    completed = subprocess.run([sys.executable, "-m", "echoes_lint", "check", "--select", "EV09"],
+                               cwd=git_repo, capture_output=True, text=True, timeout=60,
+                               check=False)  # the hang guard: opening the FIFO would wait
+    assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
 def test_a_command_without_fallback_is_reported_and_replaced(git_repo: Path) -> None:

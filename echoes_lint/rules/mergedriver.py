@@ -88,7 +88,8 @@ def check(ctx: Context) -> Iterator[Finding]:
         return
     attributes = _info_attributes(top)
     try:
-        text = (top / attributes).read_text(encoding="utf-8", errors="replace")
+        # A regular file only, bounded: a FIFO planted there must not block the check.
+        text = engine.read_bytes(top / attributes, follow=True).decode("utf-8", "replace")
     except OSError:
         return
     if any(line.strip() == ATTRIBUTES_LINE for line in text.splitlines()):
