@@ -135,26 +135,19 @@ HUMAN_FORMATS = ("concise", "full")
 def grouped_fix_commands(result: CheckResult) -> list[str]:
     """The Git commands that fix every reported EV020-EV022 finding at once: `git rm --cached`,
     `git add -f`, `git add`, each path shell-quoted, grouped and split every 100 paths exactly as
-    the engine's `suggestedCommands` are, relative to the repository root. A finding that the
-    selection, a path or `per-file-ignores` left out is not in them; neither is a tracked file
-    that an ignore rule matches (adding it again fixes nothing)."""
-    reported = {(finding.code, finding.path) for finding in result.findings}
+    the engine's `suggestedCommands` are, relative to the repository root. Built from the
+    reported findings' own commands (raw paths), so what the selection, a path or
+    `per-file-ignores` left out is not in them, nor a tracked file an ignore rule matches (it
+    has no command: adding it again fixes nothing)."""
+    groups: dict[tuple[str, ...], list[str]] = {("rm",): [], ("add",): [], ("add", "-f"): []}
+    for finding in result.findings:
+        command = finding.command
+        if finding.code in GIT_READINESS_CODES and command is not None:
+            groups[command[:1] if command[0] == "rm" else command[:-2]].append(command[-1])
+    return [printable(command) for command in engine.git_fix_commands(*groups.values())]
 
-    def shown(path: str, *codes: str) -> bool:
-        return any((code, printable(result.prefix + path)) in reported for code in codes)
 
-    facts = result.scan.git
-    readiness = engine.git_readiness(facts, result.scan.durable)
-    tracked, ignored = set(facts.tracked), set(facts.ignored)
-    groups = (
-        [path for path in readiness["trackedLocalFiles"] if shown(path, "EV020", "EV021")],
-        [path for path in readiness["untrackedDurableFiles"]
-         if path not in ignored and shown(path, "EV022")],
-        [path for path in readiness["ignoredDurableFiles"]
-         if path not in tracked and shown(path, "EV022")],
-    )
-    return [printable(command) for command in engine.git_fix_commands(
-        *([result.prefix + path for path in group] for group in groups))]
+GIT_READINESS_CODES = ("EV020", "EV021", "EV022")
 
 
 def fix_hint(commands: list[str]) -> str:

@@ -108,8 +108,8 @@ class Rule:
 
 
 def _rule(code: str, name: str, severity: Severity, summary: str, explanation: str,
-          fix: Optional[str] = None, always: bool = False) -> Rule:
-    return Rule(code, name, severity, summary, explanation.strip(), fix, always)
+          applicability: Optional[str] = None, always: bool = False) -> Rule:
+    return Rule(code, name, severity, summary, explanation.strip(), applicability, always)
 
 
 _E = Severity.ERROR
