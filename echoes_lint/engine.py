@@ -2026,6 +2026,8 @@ class FileCache:
         # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
         if self.fresh is None or not self.writable or not self.walked or not self.fresh_stamp:
             return
+        if self.state == "missing" and not cache_ignored(self.workspace):
+            return  # never create a cache `git add -A` would commit (an older engine's vault)
         old = self.entries
         same = sum(1 for path, record in self.fresh.items()
                    if old.get(path) is record or old.get(path) == record)
@@ -2042,6 +2044,15 @@ class FileCache:
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def cache_ignored(workspace: Path) -> bool:
+    """Whether the runtime folder's ignore rules, as `init` writes them, hold the cache's."""
+    try:
+        text = read_bytes(workspace / RUNTIME_DIR / ".gitignore").decode("utf-8", "replace")
+    except OSError:
+        return False
+    return f"/{CACHE_PATH.rpartition('/')[2]}" in text.splitlines()
 
 
 def cache_tracking_problem(workspace: Path) -> Optional[str]:

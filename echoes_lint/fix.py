@@ -47,6 +47,8 @@ class FixOutcome:
     commands: list[tuple[str, ...]] = field(default_factory=list)
     """The Git commands run (or that would run), batched, without the leading `git`."""
     attempted: set[tuple[str, ...]] = field(default_factory=set)
+    given_up: set[str] = field(default_factory=set)
+    """Files a fix could not be applied to (unreadable, mixed line breaks, refused): said once."""
     """Each finding's own command once tried: a later pass never runs it again."""
     problems: list[str] = field(default_factory=list)
     """Fixes that could not be applied, and why."""
@@ -69,15 +71,13 @@ def run_fixes(workspace: Path, *, unsafe: bool = False, dry_run: bool = False,
                   and (finding.edit is not None or (git_fixes and finding.command is not None))]
         if not chosen:
             break
-        retry = _fix_files(result, {finding.path for finding in chosen
-                                    if finding.edit is not None}, unsafe, dry_run, outcome)
+        wrote, retry = _fix_files(result, {finding.path for finding in chosen
+                                           if finding.edit is not None}, unsafe, dry_run, outcome)
         ran = _run_commands(result, [finding for finding in chosen if finding.command], dry_run,
                             outcome)
-        if dry_run:
-            break
+        if dry_run or not (wrote or retry or ran):
+            break  # nothing changed: checking again would find the same
         outcome.result = run_checks(workspace, **check)
-        if not retry and not ran:
-            break
     return outcome
 
 
@@ -88,12 +88,12 @@ def _documents(result: CheckResult) -> dict[str, str]:
 
 
 def _fix_files(result: CheckResult, paths: set[str], unsafe: bool, dry_run: bool,
-               outcome: FixOutcome) -> bool:
-    """Apply the edits of every file in `paths`; True when a file changed under the fixer and
-    must be read again."""
+               outcome: FixOutcome) -> tuple[bool, bool]:
+    """Apply the edits of every file in `paths`: (whether one was written, whether one changed
+    under the fixer and must be read again). A file given up on is not planned again."""
     documents = _documents(result)
-    retry = False
-    for shown in sorted(paths):
+    wrote = retry = False
+    for shown in sorted(paths - outcome.given_up):
         relative = documents.get(shown)
         if relative is None:
             continue
@@ -101,10 +101,12 @@ def _fix_files(result: CheckResult, paths: set[str], unsafe: bool, dry_run: bool
             data = engine.read_bytes(os.path.join(result.scan.workspace, relative))
         except OSError as exc:
             outcome.problems.append(f"{shown}: cannot read it ({exc.strerror or exc})")
+            outcome.given_up.add(shown)
             continue
         planned = _plan(result, relative, data, unsafe)
         if planned is None:
             outcome.problems.append(f"{shown}: mixed line endings; fix it by hand")
+            outcome.given_up.add(shown)
             continue
         content, fixed = planned
         if not fixed:
@@ -120,12 +122,14 @@ def _fix_files(result: CheckResult, paths: set[str], unsafe: bool, dry_run: bool
                                       content)
         except engine.VaultError as exc:
             outcome.problems.append(f"{shown}: not fixed: {printable(str(exc))}")
+            outcome.given_up.add(shown)
             continue
         if written:
             outcome.fixed += fixed
+            wrote = True
         else:
             retry = True  # changed since it was read: the next pass reads it again
-    return retry
+    return wrote, retry
 
 
 def _plan(result: CheckResult, relative: str, data: bytes,

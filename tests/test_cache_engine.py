@@ -309,3 +309,19 @@ def test_a_fix_keeps_the_cache_it_walked_and_a_writer_that_never_walked_keeps_it
     finally:
         lock.unlink()
     assert cache_record(repo)["files"] == after
+
+
+def test_a_writer_never_creates_a_cache_the_ignore_rules_miss(repo: Path) -> None:
+    """A vault whose `.echoes-vault/.gitignore` an older engine wrote (no cache rule): the cache
+    would be committed by the next `git add -A`, so writers do not create it until `upgrade`."""
+    (repo / PAGES / "broken.md").unlink()
+    (repo / CACHE).unlink()
+    rules = repo / ".echoes-vault/.gitignore"
+    rules.write_text(rules.read_text(encoding="utf-8").replace("/cache.json\n", ""),
+                     encoding="utf-8")
+    ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "gamma.md", "G.")))
+    assert not (repo / CACHE).exists()
+    ok(runtime(repo, "upgrade"))  # the rules again, and with them the cache
+    assert "/cache.json" in rules.read_text(encoding="utf-8").splitlines()
+    ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "delta.md", "D.")))
+    assert (repo / CACHE).is_file()
