@@ -91,6 +91,13 @@ def prepare(cache: Path, pages: int, env: Dict[str, str]) -> Path:
     git(repo, "reset", "-q", "--hard")
     git(repo, "clean", "-q", "-f", "-d")  # what the last run's writers added; ignored files stay
     shutil.copyfile(ENGINE, repo / RUNTIME)
+    if "/cache.json" not in (repo / ".echoes-vault" / ".gitignore").read_text(encoding="utf-8"):
+        # A repository built by an engine older than the cache: writers create the cache only
+        # where the runtime's ignore rules list it, so commit `upgrade`'s files once.
+        subprocess.run([sys.executable, "-I", RUNTIME, "--workspace", ".", "upgrade"], cwd=repo,
+                       check=True, capture_output=True, env=env)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "upgrade")
     staged = repo / "EchoesVault" / "pages" / "page-000001.md"
     staged.write_text(page(1) + "\nOne more fact.\n", encoding="utf-8")
     git(repo, "add", "--", str(staged.relative_to(repo)))
