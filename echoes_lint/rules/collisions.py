@@ -38,8 +38,8 @@ def _folders(paths: Iterable[str]) -> set[str]:
 def collisions(files: frozenset[str], order: Sequence[str] = ()) -> list[list[str]]:
     """Groups of two or more members of one folder (files, or the folders that hold `files`)
     whose names are one name after NFC and case folding: `engine.name_collisions` over every
-    file and folder, split by folder. `order` may list most of `files` sorted (Git lists its
-    index so): it saves sorting them."""
+    file and folder, split by folder. `order` may list most of `files`, sorted and each once
+    (Git lists its index so): it saves sorting them."""
     paths = _sorted(files, order)
     # Every vault path is below `EchoesVault/`, alone at its level: start below it.
     top = VAULT_PREFIX if paths and paths[0].startswith(VAULT_PREFIX) \
@@ -63,16 +63,15 @@ def collisions(files: frozenset[str], order: Sequence[str] = ()) -> list[list[st
 
 
 def _sorted(files: frozenset[str], order: Sequence[str]) -> list[str]:
-    """`sorted(files)`, from the sorted vault part of `order` when that is a part of `files`."""
+    """`sorted(files)`, from the sorted vault part of `order` (distinct paths) when that is a
+    part of `files`."""
     ordered = sorted(order)  # one pass when it is sorted already
     inside = ordered[bisect.bisect_left(ordered, VAULT_PREFIX):
                      bisect.bisect_left(ordered, f"{VAULT_PREFIX[:-1]}0")]
-    missing = files.difference(inside)
-    # Git lists an unmerged path once per stage: count the distinct paths of `inside`.
-    if len(files) - len(missing) != len(inside) or not files.issuperset(inside):
+    if not files.issuperset(inside):
         return sorted(files)
-    if missing:
-        inside.extend(missing)
+    if len(inside) < len(files):
+        inside.extend(files.difference(inside))
         inside.sort()  # two sorted runs: merged in one pass
     return inside
 
@@ -117,7 +116,10 @@ def _by_parent(folder: str, group: list[str]) -> list[list[str]]:
 
 def check(ctx: Context) -> Iterator[Finding]:
     files = ctx.vault_paths()
-    for members in collisions(files, ctx.scan.git.tracked):
+    # The index is the set of the listing: as large when Git listed no path twice (an unmerged
+    # path is listed once per stage).
+    order = ctx.scan.git.tracked if len(ctx.index) == len(ctx.scan.git.tracked) else ()
+    for members in collisions(files, order):
         yield from _report(ctx, files, members)
 
 
