@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from echoes_lint import engine
+from echoes_lint import engine, gitindex
 from echoes_lint.config import (
     Config,
     ConfigError,
@@ -472,8 +472,7 @@ GITLINK_MODE = "160000"
 def _ls_files(root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
     """(paths in Git's index under the Git scope, in Git's order (sorted; an unmerged path once
     per stage), the gitlinks among them)."""
-    output, cause = engine.git_output(root, ["ls-files", "-z", "--cached", "--stage", "--",
-                                             *_GIT_SCOPE])
+    output, cause = gitindex.output(root)
     if output is None:
         raise _git_problem(root, cause)
     entries = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
