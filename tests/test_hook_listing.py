@@ -7,6 +7,7 @@ elsewhere, or the hook reads files only) is ended and reaped, and the findings a
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -31,7 +32,7 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
                   ) -> tuple[Optional[object], Optional[str]]:
         if tuple(args) == gitindex.LS_FILES:
             started.append((str(workspace), None))
-        return start(workspace, args, stdin)  # type: ignore[return-value]
+        return start(workspace, args, stdin)
 
     def git_finish(begun: tuple[object, Optional[str]], args: Sequence[str],
                    stdin: Optional[bytes] = None) -> tuple[Optional[bytes], Optional[str]]:
@@ -67,19 +68,19 @@ def test_a_listing_started_elsewhere_is_ended_and_the_check_lists_its_own(
     repo = vault_repo(tmp_path / "repo")
     staged_collision(repo)
     monkeypatch.chdir(repo / "EchoesVault")  # a hook run by hand, below the vault's workspace
-    processes: list[object] = []
+    processes: list[subprocess.Popen[bytes]] = []
     start = gitindex.start
 
     def remember(folder: Path) -> None:
         start(folder)
-        processes.extend(process for process, _cause in gitindex._started.values())
+        processes.extend(process for process, _cause in gitindex._started.values() if process)
 
     monkeypatch.setattr(gitindex, "start", remember)
     assert precommit.case_collisions_main([]) == 1
     assert [folder for folder, _status in listings] == [str(repo / "EchoesVault"), str(repo)]
     assert listings[1][1] == 0  # the check listed the index of its own workspace
     assert "EV030" in capsys.readouterr().out
-    assert processes and all(getattr(process, "returncode") is not None for process in processes)
+    assert processes and all(process.returncode is not None for process in processes)
     assert gitindex._started == {}
 
 
