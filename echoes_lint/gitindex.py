@@ -21,10 +21,15 @@ Started = tuple[Optional["subprocess.Popen[bytes]"], Optional[str]]
 _started: dict[str, Started] = {}
 
 
-def start(folder: Path) -> None:
-    """List the index of the engine workspace `folder` (for a hook: where it runs) from now on."""
+def start() -> None:
+    """List, from now on, the index of the folder this process runs in: where pre-commit runs a
+    hook, the repository root, the usual engine workspace. A check takes it if it looks there."""
     discard()
-    _started[os.path.realpath(folder)] = engine.git_start(folder, LS_FILES)
+    try:
+        folder = os.getcwd()
+    except OSError:  # the folder is gone: the check says so
+        return
+    _started[os.path.realpath(folder)] = engine.git_start(Path(folder), LS_FILES)
 
 
 def output(root: Path) -> tuple[Optional[bytes], Optional[str]]:

@@ -55,9 +55,7 @@ LISTS_INDEX = frozenset({"echoes-lint", "echoes-forbid-local-files", "echoes-cas
 
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
     if hook_id in LISTS_INDEX and not _whole(hook_id):
-        # pre-commit runs hooks at the repository root, the usual place of the vault: git
-        # lists a large index there while the modules below load.
-        gitindex.start(Path.cwd())
+        gitindex.start()  # git lists a large index while the modules below load
     try:
         return _run_hook(hook_id, argv)
     finally:

@@ -71,8 +71,8 @@ def test_a_listing_started_elsewhere_is_ended_and_the_check_lists_its_own(
     processes: list[subprocess.Popen[bytes]] = []
     start = gitindex.start
 
-    def remember(folder: Path) -> None:
-        start(folder)
+    def remember() -> None:
+        start()
         processes.extend(process for process, _cause in gitindex._started.values() if process)
 
     monkeypatch.setattr(gitindex, "start", remember)
