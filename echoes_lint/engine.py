@@ -1183,19 +1183,41 @@ def git_output(workspace: Path, args: Sequence[str], stdin: Optional[bytes] = No
                ) -> Tuple[Optional[bytes], Optional[str]]:
     """(stdout, None) when git succeeds, else (None, why): a gate must be able to say why it
     could not look, where `status` only reports Git as unavailable."""
+    return git_finish(git_start(workspace, args, stdin is not None), args, stdin)
+
+
+def git_start(workspace: Path, args: Sequence[str], stdin: bool = False,
+              ) -> Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]:
+    """(git running in the workspace, None), its output collected by `git_finish`, or (None,
+    why it cannot run). Started early, git works while the caller does something else."""
     try:
-        completed = subprocess.run(
-            ["git", *args], cwd=str(workspace), input=stdin, capture_output=True, timeout=60,
-            check=False,
-        )
+        return subprocess.Popen(
+            ["git", *args], cwd=str(workspace), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL), None
     except FileNotFoundError:
         return None, "git is not installed or not on PATH"
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"cannot run git: {exc}"
-    if completed.returncode == 0:
-        return completed.stdout, None
-    message = completed.stderr.decode("utf-8", "backslashreplace").strip()
-    return None, message[:2000] or f"git {' '.join(args[:1])} exited {completed.returncode}"
+
+
+def git_finish(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
+               args: Sequence[str], stdin: Optional[bytes] = None,
+               ) -> Tuple[Optional[bytes], Optional[str]]:
+    """`git_output` of what `git_start` started."""
+    process, cause = started
+    if process is None:
+        return None, cause
+    with process:
+        try:
+            stdout, stderr = process.communicate(stdin, timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            process.kill()
+            process.wait()
+            return None, f"cannot run git: {exc}"
+    if process.returncode == 0:
+        return stdout, None
+    message = stderr.decode("utf-8", "backslashreplace").strip()
+    return None, message[:2000] or f"git {' '.join(args[:1])} exited {process.returncode}"
 
 
 def split_nul(output: Optional[bytes]) -> List[str]:

@@ -19,13 +19,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from echoes_lint.check import Parser, fast_process, guarded, render_result, write_text
-from echoes_lint.checker import CheckResult, NoVault, exit_code, run_checks
-from echoes_lint.config import load_config
-from echoes_lint.findings import Finding
-from echoes_lint.fix import run_fixes
+from echoes_lint import gitindex
+
+if TYPE_CHECKING:
+    from echoes_lint.checker import CheckResult
+    from echoes_lint.findings import Finding
 
 # hook id -> the rule codes (or prefixes) it checks; empty means every rule.
 HOOKS: dict[str, tuple[str, ...]] = {
@@ -47,7 +47,25 @@ def pushing() -> bool:
     return bool(os.environ.get("PRE_COMMIT_REMOTE_NAME"))
 
 
+# Hooks that read Git's index for the files they are given (the rest read files only, or
+# check the whole vault).
+LISTS_INDEX = frozenset({"echoes-lint", "echoes-forbid-local-files", "echoes-case-collisions",
+                         "echoes-lint-fix"})
+
+
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
+    if hook_id in LISTS_INDEX and not _whole(hook_id):
+        gitindex.start()  # git lists a large index while the modules below load
+    try:
+        return _run_hook(hook_id, argv)
+    finally:
+        gitindex.discard()
+
+
+def _run_hook(hook_id: str, argv: Optional[list[str]]) -> int:
+    # Imported here, after the listing started: loading them is what git overlaps.
+    from echoes_lint.check import Parser, fast_process, guarded
+
     fast_process()
     parser = Parser(prog=hook_id, description=f"pre-commit hook `{hook_id}` of echoes-lint")
     parser.add_argument("filenames", nargs="*", help="files pre-commit passes")
@@ -62,14 +80,18 @@ def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
 
 
 def _hook(hook_id: str, args: argparse.Namespace) -> int:
+    from echoes_lint.check import render_result, write_text
+    from echoes_lint.checker import NoVault, exit_code, run_checks
+    from echoes_lint.config import load_config
+
     workspace = Path.cwd()
     config = load_config(workspace, Path(args.config)) if args.config else None
-    # Untracked files are never among the files pre-commit passes: find them in the whole
-    # vault. A push is rare enough to check everything CI will.
-    whole = hook_id == PUSH_HOOK or (hook_id == "echoes-lint" and pushing())
+    whole = _whole(hook_id)
     fixed: list[Finding] = []
     try:
         if hook_id == FIX_HOOK:
+            from echoes_lint.fix import run_fixes
+
             outcome = run_fixes(workspace, git_fixes=False, vault_dir=args.vault_dir,
                                 paths=args.filenames, config=config)
             result, fixed = outcome.result, outcome.fixed
@@ -92,6 +114,12 @@ def _hook(hook_id: str, args: argparse.Namespace) -> int:
                    "`fail-on-untracked-at-push = false` to push without them.\n", None)
         return 1
     return 1 if fixed else exit_code(result.findings, result.config.fail_on)
+
+
+def _whole(hook_id: str) -> bool:
+    """Untracked files are never among the files pre-commit passes: find them in the whole
+    vault. A push is rare enough to check everything CI will."""
+    return hook_id == PUSH_HOOK or (hook_id == "echoes-lint" and pushing())
 
 
 def _untracked_fail(result: CheckResult, option: Optional[str]) -> bool:

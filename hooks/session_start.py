@@ -73,7 +73,10 @@ def card_from_package(workspace: Path) -> Optional[str]:
     except ImportError:
         return None
     try:
-        scan = engine.scan_workspace(engine.resolve_workspace(str(workspace)))
+        root = engine.resolve_workspace(str(workspace))
+        # As `status` reads it: the local cache spares reading unchanged files, and is never
+        # written (spec 12.5).
+        scan = engine.scan_workspace(root, cache=engine.FileCache(root))
         return engine.status_card(engine.inspect_report(scan)).strip()
     except Exception:  # The hook must never break a session; fall back to the notice below.
         return None

@@ -1,0 +1,154 @@
+"""EV030 folds only what could collide, and finds exactly what folding every path finds.
+
+The rule walks the sorted vault paths folder by folder and skips, in C, each folder whose paths
+folding leaves alone (lower-case ASCII); the one-file hook lists Git's index once. Compared here
+with the plain definition: every file and every folder holding one, folded one by one, grouped,
+and split by parent folder.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers_check import PAGES, commit, located, page, vault_repo, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from echoes_lint import engine
+from echoes_lint.rules import collisions as rule
+
+VAULT = "EchoesVault/"
+
+
+def plain(files: frozenset[str]) -> set[frozenset[str]]:
+    """The definition: NFC then case folding of every file and folder, by hand."""
+    members = set(files)
+    for path in files:
+        while "/" in path:
+            path = path.rpartition("/")[0]
+            members.add(path)
+    groups: dict[tuple[str, str], set[str]] = {}
+    for member in members:
+        key = unicodedata.normalize("NFC", unicodedata.normalize("NFC", member).casefold())
+        groups.setdefault((member.rpartition("/")[0], key), set()).add(member)
+    return {frozenset(group) for group in groups.values() if len(group) > 1}
+
+
+def found(files: frozenset[str], order: tuple[str, ...] = ()) -> set[frozenset[str]]:
+    groups = rule.collisions(files, order)
+    assert all(len(group) == len(set(group)) for group in groups)
+    return {frozenset(group) for group in groups}
+
+
+# Names that fold to one another, change length, compose, or are not UTF-8 (`\udcff`).
+_NAME = st.lists(st.sampled_from(["a", "A", "b", "ß", "SS", "ss", "é", "e\u0301", "E\u0301", "ı",
+                                  "I", "i", "İ", "\u212a", "k", "K", "T", "Z", "0", "-", ".",
+                                  "md", "\udcff"]), min_size=1, max_size=3).map("".join)
+_PATH = st.lists(_NAME, min_size=1, max_size=3).map("/".join)
+_PATHS = st.lists(_PATH, max_size=12)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_PATHS, st.lists(_PATH, max_size=6), st.booleans(), st.integers(0, 3))
+def test_collisions_are_those_of_folding_every_file_and_folder(
+        below: list[str], outside: list[str], in_vault: bool, hint: int) -> None:
+    """Below the vault, and (never from the checker) not; with an exact, partial, reversed,
+    foreign or no listing of Git's index as the hint."""
+    files = frozenset(f"{VAULT}{path}" for path in below) | (
+        frozenset() if in_vault else frozenset(outside))
+    ordered = sorted(files)
+    order = ((), tuple(ordered), tuple(ordered[: len(ordered) // 2]),
+             tuple(reversed([*ordered, "EchoesVault/zz-not-a-vault-path"])))[hint]
+    assert found(files, order) == plain(files)
+
+
+def test_a_capital_meets_its_lower_case_twin_in_a_flat_folder_and_nowhere_else() -> None:
+    pages = frozenset(f"{VAULT}pages/page-{number:04d}.md" for number in range(2000))
+    extra = frozenset({f"{VAULT}pages/PAGE-0007.md", f"{VAULT}pages/Stra\u00dfe.md",
+                       f"{VAULT}pages/strasse.md", f"{VAULT}pages/caf\u00e9.md",
+                       f"{VAULT}pages/cafe\u0301.md", f"{VAULT}pages/Only.md",
+                       f"{VAULT}daily/2026-01-01/20260101T120000Z-a.md",
+                       f"{VAULT}daily/2026-01-01/20260101t120000z-a.md",
+                       f"{VAULT}daily/2026-01-02/20260102T120000Z-a.md",
+                       f"{VAULT}Daily/x.md", f"{VAULT}assets/img", f"{VAULT}assets/IMG/a.png"})
+    files = pages | extra
+    assert found(files, tuple(sorted(pages))) == plain(files) == {
+        frozenset({f"{VAULT}pages/PAGE-0007.md", f"{VAULT}pages/page-0007.md"}),
+        frozenset({f"{VAULT}pages/Stra\u00dfe.md", f"{VAULT}pages/strasse.md"}),
+        frozenset({f"{VAULT}pages/caf\u00e9.md", f"{VAULT}pages/cafe\u0301.md"}),
+        frozenset({f"{VAULT}daily/2026-01-01/20260101T120000Z-a.md",
+                   f"{VAULT}daily/2026-01-01/20260101t120000z-a.md"}),
+        frozenset({f"{VAULT}daily", f"{VAULT}Daily"}),
+        frozenset({f"{VAULT}assets/img", f"{VAULT}assets/IMG"})}
+
+
+def test_ascii_folds_by_lower_exactly_as_by_nfc_and_casefold() -> None:
+    """Every ASCII character (so every ASCII name, character by character: NFC composes
+    nothing in ASCII) folds by `lower` as by NFC and case folding; and only `A`-`Z` change."""
+    for code in range(128):
+        char = chr(code)
+        assert unicodedata.normalize("NFC", unicodedata.normalize("NFC", char).casefold()) \
+            == char.lower() == engine.fold_name(char)
+        assert (char.lower() != char) == (char in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    name = "".join(map(chr, range(1, 128)))
+    assert engine.fold_name(name) == unicodedata.normalize("NFC", name.casefold()) == name.lower()
+
+
+@pytest.fixture()
+def folded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every name the rule folds, one by one or at once."""
+    names: list[str] = []
+    one, many = engine.fold_name, engine.fold_names
+
+    def fold_name(name: str) -> str:
+        names.append(name)
+        return one(name)
+
+    def fold_names(batch: list[str]) -> list[str]:
+        names.extend(batch)
+        return many(batch)
+
+    monkeypatch.setattr(engine, "fold_name", fold_name)
+    monkeypatch.setattr(engine, "fold_names", fold_names)
+    return names
+
+
+def test_a_one_file_hook_folds_the_few_names_that_could_collide(tmp_path: Path,
+                                                                 folded: list[str]) -> None:
+    """Of the vault's lower-case pages only the twin of a page with a capital is folded, and the
+    daily entries (capital T and Z) with their folders; the finding is the one folding every
+    path gives."""
+    repo = vault_repo(tmp_path / "repo")
+    for number in range(400):
+        write(repo, f"{PAGES}/page-{number:03d}.md", page())
+    write(repo, "EchoesVault/daily/2026-01-01/20260101T120000Z-a.md", "- x\n")
+    commit(repo)
+    write(repo, f"{PAGES}/Page-007.md", page())
+    git(repo, "add", "-A")
+    assert located(repo, paths=[f"{PAGES}/page-001.md"], select=["EV030"]) == [
+        (f"{PAGES}/Page-007.md", 1, 1, "EV030")]
+    assert {name for name in folded if name.startswith("page-")} == {"page-007.md"}, folded
+    assert len(folded) < 20, folded  # and the few names right in the vault folder
+
+
+def test_an_unmerged_index_lists_each_path_once_to_the_rule(tmp_path: Path) -> None:
+    """Mid-merge, Git lists a conflicted path once per stage: the hook still finds a collision
+    with every path, including the conflicted one."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/alpha.md", page("base\n"))
+    commit(repo)
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, f"{PAGES}/alpha.md", page("other\n"))
+    commit(repo, "other")
+    git(repo, "checkout", "-q", "main")
+    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
+    commit(repo, "ours")
+    git(repo, "merge", "-q", "other", check=False)
+    assert git(repo, "ls-files", "--unmerged", "--", f"{PAGES}/alpha.md")  # three stages
+    write(repo, f"{PAGES}/Alpha.md", page())
+    git(repo, "add", "--", f"{PAGES}/Alpha.md")
+    assert located(repo, paths=[f"{PAGES}/Alpha.md"], select=["EV030"]) == [
+        (f"{PAGES}/Alpha.md", 1, 1, "EV030")]
