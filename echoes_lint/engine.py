@@ -5083,5 +5083,15 @@ def launch(invoked_as: Optional[str], argv: Optional[Sequence[str]] = None) -> i
                _bytes_stream(sys.stderr), invoked_as)
 
 
+def exit_now(code: int) -> None:
+    """End the runtime once its answer is flushed, without the interpreter's teardown: freeing
+    the objects of a large vault one by one cost 0.04-0.1 s at 100,000 pages after the answer
+    was complete. Every file it wrote is closed and renamed into place by then."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code & 0xFF)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
