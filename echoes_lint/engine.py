@@ -4687,7 +4687,6 @@ def cmd_upsert(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         filename, existed = check_page_target(ctx.workspace, filename,
                                               payload.get("expectedSha256"), pages)
         entries = prospective_pages(pages, {filename: content})
-        del pages  # the documents, before the index is rendered: the peak memory of a writer
         changes.put(f"{VAULT_DIR}/pages/{filename}", content)
         index, _rendered = plan_index(changes, entries)
         plan_state(changes, ctx, entries, len(writer_daily(ctx)), agent)
@@ -4729,7 +4728,6 @@ def cmd_end(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         targets = {check_page_target(ctx.workspace, filename, expected, pages)[0]: content
                    for filename, (content, expected) in prepared.items()}
         entries = prospective_pages(pages, targets)
-        del pages  # as in `cmd_upsert`
         for filename, content in targets.items():
             changes.put(f"{VAULT_DIR}/pages/{filename}", content)
         daily_log = plan_daily_entry(changes, "session", agent, summary)
@@ -4836,6 +4834,26 @@ class _Parser(argparse.ArgumentParser):
         raise VaultError(f"{self.prog}: {message}")
 
 
+class _LazyParser:
+    """A command's parser, built when the command line names it (or help lists it): argparse
+    builds a whole parser per command, and building fifteen cost more than parsing one."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._arguments: List[Tuple[Tuple[Any, ...], Dict[str, Any]]] = []
+        self._parser: Optional[_Parser] = None
+
+    def add_argument(self, *flags: Any, **options: Any) -> None:
+        self._arguments.append((flags, options))
+
+    def __getattr__(self, name: str) -> Any:
+        if self._parser is None:
+            self._parser = _Parser(**self._settings)
+            for flags, options in self._arguments:
+                self._parser.add_argument(*flags, **options)
+        return getattr(self._parser, name)
+
+
 # What `COMMAND --help` says a command does, in one line (spec section 12).
 COMMAND_SUMMARIES: Dict[str, str] = {
     "init": "Create or repair the vault, runtime, agent adapters, index and state (idempotent).",
@@ -4932,13 +4950,14 @@ def build_parser(prog: str = RUNTIME_FILE) -> argparse.ArgumentParser:
                         help="project directory; inside Git, its repository root (default: cwd)")
     parser.add_argument("--agent", default=None, help="calling agent, for provenance")
     parser.add_argument("--adapter-version", default=None, help="calling adapter's version")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                     parser_class=cast(Any, _LazyParser))
     commands.required = True
 
-    def add(name: str, epilog: Optional[str] = None) -> argparse.ArgumentParser:
-        return commands.add_parser(name, help=COMMAND_SUMMARIES[name],
-                                   description=COMMAND_SUMMARIES[name], epilog=epilog,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    def add(name: str, epilog: Optional[str] = None) -> _LazyParser:
+        return cast(_LazyParser, commands.add_parser(
+            name, help=COMMAND_SUMMARIES[name], description=COMMAND_SUMMARIES[name],
+            epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter))
 
     for name in ("init", "migrate", "upgrade", "protocol", "configure-agents", "hydrate"):
         add(name)

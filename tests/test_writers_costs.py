@@ -184,3 +184,20 @@ def test_a_writer_lists_each_folder_once_and_reads_the_index_at_most_once(
     # The index once, by the walk: the new one differs in size, so it is not read again.
     assert recorder.read["EchoesVault/index.md"] == 1
     assert recorder.git.count("ls-files -z") == 1  # the cache's tracking check, no other
+
+
+def test_the_command_line_builds_the_parser_of_the_named_command_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    built: List[str] = []
+
+    class Counted(engine._Parser):
+        def __init__(self, **settings: Any) -> None:
+            built.append(settings.get("prog", ""))
+            super().__init__(**settings)
+
+    monkeypatch.setattr(engine, "_Parser", Counted)
+    args = engine.build_parser().parse_args(["--workspace", ".", "upsert", "--payload", "-"])
+    assert (args.command, args.payload) == ("upsert", "-")
+    assert built == ["echoes_vault.py", "echoes_vault.py upsert"]
+    with pytest.raises(engine.VaultError, match=r"invalid choice: 'nope' .*'rebuild-index'"):
+        engine.build_parser().parse_args(["nope"])
