@@ -2509,8 +2509,9 @@ class Context:
         self.call = _RUNTIME_CALL
         # The local cache of a writing command (see `writing`).
         self.cache: Optional[FileCache] = None
-        # The daily files a writer's walk of the vault met (see `note_walk`).
+        # The daily files a writer's walk of the vault met, and its pages (see `note_walk`).
         self.daily: Optional[List[str]] = None
+        self.pages: List[Document] = []
 
     @property
     def vault(self) -> Path:
@@ -4210,6 +4211,7 @@ def note_walk(ctx: Context, scan: Scan) -> None:
     (no second walk of daily/) and the temporary files a killed writer left in pages/, deleted
     (no second listing of pages/; the lock is held, so no live writer of ours owns one)."""
     ctx.daily = sorted((document.path for document in scan.daily), key=nfc)
+    ctx.pages = scan.pages  # freed with the context, if at all (see `exit_now`)
     for stray in scan.page_dir_strays:
         name = stray.rpartition("/")[2]
         if name.endswith(TEMP_SUFFIX) and _TEMP_NAME.match(name) and stray not in scan.special:
@@ -5016,11 +5018,17 @@ def _emit(stream: IO[bytes], text: str) -> None:
     stream.flush()
 
 
+# The contexts of commands whose process ends with them (`exit_now`): what they hold (the pages
+# and cache entries of a large vault) is left to the exit instead of being freed one by one.
+_ENDING: List[Context] = []
+
+
 def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
-        invoked_as: Optional[str] = None) -> int:
+        invoked_as: Optional[str] = None, ending: bool = False) -> int:
     """Run one command; returns the exit code. Output is always UTF-8, whatever the locale.
     `invoked_as` is the command a person typed to run this engine (`echoes-lint`), for help and
-    the commands the card suggests; None means this file as the project runtime.
+    the commands the card suggests; None means this file as the project runtime. `ending`: the
+    process ends with this command through `exit_now`.
 
     A newer compatible project runtime runs the command instead (spec section 12.1)."""
     ctx: Optional[Context] = None
@@ -5029,6 +5037,8 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         if args.command == "end" and not args.confirm_explicit_user_end:
             raise VaultError(END_CONFIRMATION_ERROR)
         ctx = Context(resolve_workspace(args.workspace), args.agent, args.adapter_version, stdin)
+        if ending:
+            _ENDING.append(ctx)
         ctx.call = invoked_as or _RUNTIME_CALL
         delegated = hand_over(ctx, args.command, argv, stdin, stdout, stderr)
         if delegated is not None:
@@ -5092,14 +5102,16 @@ def _bytes_stream(stream: IO[str]) -> IO[bytes]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return launch(None, argv)
+    """The project runtime's entry point: its process ends with the command (`exit_now`)."""
+    return launch(None, argv, ending=True)
 
 
-def launch(invoked_as: Optional[str], argv: Optional[Sequence[str]] = None) -> int:
+def launch(invoked_as: Optional[str], argv: Optional[Sequence[str]] = None,
+           ending: bool = False) -> int:
     """`main` of a launcher that runs this engine under its own name (`echoes-lint`)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     return run(arguments, _bytes_stream(sys.stdin), _bytes_stream(sys.stdout),
-               _bytes_stream(sys.stderr), invoked_as)
+               _bytes_stream(sys.stderr), invoked_as, ending)
 
 
 def exit_now(code: int) -> None:

@@ -201,3 +201,22 @@ def test_the_command_line_builds_the_parser_of_the_named_command_only(
     assert built == ["echoes_vault.py", "echoes_vault.py upsert"]
     with pytest.raises(engine.VaultError, match=r"invalid choice: 'nope' .*'rebuild-index'"):
         engine.build_parser().parse_args(["nope"])
+
+
+def test_only_the_runtime_entry_point_leaves_its_command_to_the_exit(
+        git_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`main` (the runtime as a script, ended by `exit_now`) keeps its context for the exit to
+    drop; `run` and `launch`, which `echoes-lint` and in-process callers use, keep nothing."""
+    init_vault(git_repo)
+    ok(runtime(git_repo, "upsert", "--payload", "-", payload={"filename": "a.md",
+                                                               "content": page()}))
+    before = len(engine._ENDING)
+    assert engine.run(["--workspace", str(git_repo), "rebuild-index"], io.BytesIO(),
+                      io.BytesIO(), io.BytesIO()) == 0
+    assert engine.launch("echoes-lint", ["--workspace", str(git_repo), "protocol"]) == 0
+    assert len(engine._ENDING) == before
+    assert engine.main(["--workspace", str(git_repo), "rebuild-index"]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n}\n")[-2] + "}")["ok"] is True
+    [kept] = engine._ENDING[before:]
+    assert kept.workspace == git_repo.resolve() and kept.pages
+    del engine._ENDING[before:]
