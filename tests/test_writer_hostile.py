@@ -401,7 +401,8 @@ _INTENTS = st.fixed_dictionaries({
     "directories": st.lists(st.sampled_from(["EchoesVault/pages", ".git", "x"]), max_size=2),
     "writes": st.lists(st.fixed_dictionaries({
         "path": _PATHS, "content": _TEXT | st.just(page()),
-        "before": st.none() | st.just("0" * 64) | _TEXT}), max_size=3)})
+        "before": st.none() | st.just("0" * 64) | _TEXT}), max_size=3)},
+    optional={"derived": st.lists(_PATHS, max_size=2) | _TEXT})
 
 
 @settings(max_examples=80, deadline=None, derandomize=True,
