@@ -1405,6 +1405,10 @@ class Scan:
     git: GitFacts = dataclasses.field(default_factory=GitFacts)
     # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
     durable: Optional[Tuple[str, ...]] = None
+    # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as the
+    # cache kept it, and the paths of the pages it covers, which then have no document.
+    summary: Optional[Dict[str, Any]] = None
+    summarized: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def vault(self) -> Path:
@@ -1755,6 +1759,12 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
                 scan.unreadable.append(relative)
     if info is not None and stat.S_ISREG(info.st_mode):
         scan.files[relative] = (info.st_size, info.st_mtime)
+
+
+def scan_page_names(scan: Scan) -> List[str]:
+    """The file name of every page of a scan, with or without its document."""
+    return [*(document.name for document in scan.pages),
+            *(path.rsplit("/", 1)[-1] for path in scan.summarized)]
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -2141,8 +2151,9 @@ def vault_relative(path: str) -> str:
     return path[len(VAULT_DIR) + 1:] if path.startswith(f"{VAULT_DIR}/") else path
 
 
-def legacy_vault_detected(scan: Scan) -> bool:
-    return not scan.marker_exists and bool(scan.pages or scan.daily or scan.index_text is not None)
+def legacy_vault_detected(scan: Scan, facts: Dict[str, Any]) -> bool:
+    return not scan.marker_exists and bool(facts["pages"] or facts["daily"]
+                                           or scan.index_text is not None)
 
 
 def adapter_conflicts(scan: Scan) -> List[str]:
@@ -2200,17 +2211,18 @@ def missing_structure(scan: Scan, runtime: Dict[str, Any]) -> List[str]:
     return sorted(missing)
 
 
-def today_entries(scan: Scan, now: Optional[_dt.datetime] = None) -> int:
+def daily_day(path: str) -> str:
+    """The day a daily file belongs to: its folder, or a legacy `YYYY-MM-DD.md` name."""
+    parts = path.split("/")
+    return parts[2] if len(parts) > 3 else parts[2][:-3]
+
+
+def today_entries(days: Dict[str, int], now: Optional[_dt.datetime] = None) -> int:
+    """The entries of today's daily files, from (day -> entry headings) of every daily file."""
     moment = now or _dt.datetime.now(_dt.timezone.utc)
     dates = {moment.astimezone(_dt.timezone.utc).date().isoformat(),
              moment.astimezone().date().isoformat()}
-    count = 0
-    for document in scan.daily:
-        parts = document.path.split("/")
-        day = parts[2] if len(parts) > 3 else parts[2][:-3]
-        if day in dates:
-            count += document.entry_headings
-    return count
+    return sum(count for day, count in days.items() if day in dates)
 
 
 def storage_figures(scan: Scan) -> Dict[str, Any]:
@@ -2225,21 +2237,54 @@ def storage_figures(scan: Scan) -> Dict[str, Any]:
     }
 
 
-def index_inspection(scan: Scan) -> Tuple[Dict[str, Any], Optional[str], Optional[str]]:
-    """(indexRefresh, rendered index or None, build error or None); never writes."""
+def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
+    """What health and the index derive from the documents of a scan, except the index and
+    AGENT_PROTOCOL.md (read by every command): the cache's summary (see "The local cache"), so
+    that a scan in which every entry still matches builds no document. With `rows`, also the
+    facts of the index rows for the index as rendered, which apply while the index is current."""
     try:
         rendered: Optional[str] = build_index(scan_index_pages(scan))
         error = None
     except VaultError as exc:
         rendered, error = None, str(exc)
-    refresh = {
-        "rebuilt": False,
-        "needsRefresh": rendered is not None and scan.index_text != rendered,
-        "migratedSummaries": [],
-        "pageCount": len(scan.pages),
-        "sha256": sha256_text(rendered) if rendered is not None else None,
+    days: Dict[str, int] = {}
+    for document in scan.daily:
+        day = daily_day(document.path)
+        days[day] = days.get(day, 0) + document.entry_headings
+    return {
+        "pages": len(scan.pages),
+        "daily": len(scan.daily),
+        "index": None if rendered is None else sha256_text(rendered),
+        "error": error,
+        "deprecated": sorted(stored_stem(d.name) for d in scan.pages
+                             if d.meta and d.meta.valid and d.meta.deprecated),
+        "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
+        "conflicts": [vault_relative(d.path) for d in scan.documents()
+                      if d.path not in _UNCACHED and has_protocol_conflict(d.markers)],
+        "days": days,
+        "rows": (index_row_facts(rendered, [d.name for d in scan.pages])
+                 if rows and rendered is not None else None),
     }
-    return refresh, rendered, error
+
+
+def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dict[str, Any]:
+    """The health facts of the rows of the local index against the pages' file names."""
+    rows = parse_index_rows(index_text) if index_text is not None else []
+    slugs = [slug for slug, _description in rows]
+    page_slugs = {page_stem(name) for name in page_names}
+    seen: Set[str] = set()
+    duplicates = []
+    for slug in slugs:
+        if slug in seen and slug not in duplicates:
+            duplicates.append(slug)
+        seen.add(slug)
+    return {
+        "topics": len(rows),
+        "duplicates": duplicates,
+        "empty": [slug for slug, description in rows if not description],
+        "orphans": sorted(page_slugs - set(slugs)) if index_text is not None else [],
+        "missing": sorted(set(slugs) - page_slugs),
+    }
 
 
 def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -2249,36 +2294,38 @@ def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
 
 
 def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    refresh, rendered, build_error = index_inspection(scan)
+    facts = scan.summary if scan.summary is not None else vault_facts(scan)
+    rendered_sha = facts["index"]
+    # The local index is current when its text is the rendered one: equal digests.
+    current = scan.index_text is not None and rendered_sha is not None and sha256_text(
+        scan.index_text) == rendered_sha
+    refresh = {
+        "rebuilt": False,
+        "needsRefresh": rendered_sha is not None and not current,
+        "migratedSummaries": [],
+        "pageCount": facts["pages"],
+        "sha256": rendered_sha,
+    }
+    build_error = facts["error"]
     runtime = runtime_health(scan.runtime_source, scan.runtime_problem)
     state = state_health(scan.state_raw, scan.state_error, scan.state_exists)
     readiness = git_readiness(scan.git, scan.durable)
     ignored_paths = set(scan.git.ignored)
-    rows = parse_index_rows(scan.index_text) if scan.index_text is not None else []
-    slugs = [slug for slug, _description in rows]
-    page_slugs = {page_stem(document.name) for document in scan.pages}
-    seen: set[str] = set()
-    duplicates = []
-    for slug in slugs:
-        if slug in seen and slug not in duplicates:
-            duplicates.append(slug)
-        seen.add(slug)
-    deprecated = sorted(stored_stem(d.name) for d in scan.pages if d.meta and d.meta.valid
-                        and d.meta.deprecated)
+    row_facts = facts["rows"] if current and facts["rows"] is not None else index_row_facts(
+        scan.index_text, scan_page_names(scan))
+    conflicts = [*facts["conflicts"], *(vault_relative(d.path) for d in scan.documents()
+                                        if d.path in _UNCACHED and has_protocol_conflict(d.markers))]
     issues: Dict[str, List[str]] = {
         "missingStructure": missing_structure(scan, runtime),
-        "invalidFrontmatter": sorted({stored_stem(d.name) for d in scan.pages
-                                      if d.page_problems}),
-        "duplicateIndexEntries": duplicates,
-        "emptyDescriptions": [slug for slug, description in rows if not description],
-        "orphanPages": sorted(page_slugs - set(slugs)) if scan.index_text is not None else [],
-        "missingPages": sorted(set(slugs) - page_slugs),
-        "conflictMarkers": sorted((vault_relative(d.path) for d in scan.documents()
-                                   if has_protocol_conflict(d.markers)),
-                                  key=lambda path: path.split("/")),
+        "invalidFrontmatter": facts["invalid"],
+        "duplicateIndexEntries": row_facts["duplicates"],
+        "emptyDescriptions": row_facts["empty"],
+        "orphanPages": row_facts["orphans"],
+        "missingPages": row_facts["missing"],
+        "conflictMarkers": sorted(conflicts, key=lambda path: path.split("/")),
         "indexBuildErrors": [build_error] if build_error else [],
-        "indexOutOfDate": ([INDEX_FILE] if scan.index_text is not None and rendered is not None
-                           and scan.index_text != rendered else []),
+        "indexOutOfDate": ([INDEX_FILE] if scan.index_text is not None and rendered_sha is not None
+                           and not current else []),
         "symbolicLinks": [vault_relative(path) for path in scan.symlinks],
         "unreadableFiles": sorted(vault_relative(path) for path in set(scan.unreadable)),
         "adapterConfiguration": adapter_conflicts(scan),
@@ -2299,11 +2346,11 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     issue_count = sum(len(items) for items in issues.values()) + int(state["exists"]
                                                                       and not state["valid"])
     health: Dict[str, Any] = {
-        "totalPages": len(scan.pages),
-        "totalDailyLogs": len(scan.daily),
-        "deprecatedPages": len(deprecated),
-        "deprecatedSlugs": deprecated,
-        "indexTopics": len(rows),
+        "totalPages": facts["pages"],
+        "totalDailyLogs": facts["daily"],
+        "deprecatedPages": len(facts["deprecated"]),
+        "deprecatedSlugs": facts["deprecated"],
+        "indexTopics": row_facts["topics"],
         # The protocol's index is always generated (the marker says so); whether the local
         # copy exists and is current is `indexRefresh.needsRefresh`.
         "generatedIndex": True,
@@ -2312,10 +2359,10 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         "managedAdapterVersion": MANAGED_ADAPTER_VERSION,
         "codexAdapterVersion": MANAGED_ADAPTER_VERSION,
         "initialized": scan.marker_valid,
-        "legacyVaultDetected": legacy_vault_detected(scan),
+        "legacyVaultDetected": legacy_vault_detected(scan, facts),
         **issues,
-        "todayEntries": today_entries(scan),
-        "scaleAlert": len(scan.pages) > SCALE_ALERT_PAGES,
+        "todayEntries": today_entries(facts["days"]),
+        "scaleAlert": facts["pages"] > SCALE_ALERT_PAGES,
         "integrity": "healthy" if issue_count == 0 else "attention",
         "issueCount": issue_count,
         "stateFile": state,
