@@ -1692,7 +1692,7 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     pending = [(str(vault), VAULT_DIR)]
     index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     if cache is not None:
-        cache.walked = True
+        cache.walked = scan
     while pending:
         directory, relative_dir = pending.pop()
         try:
@@ -1730,7 +1730,10 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
                 continue
             _walk_file(scan, entry, relative, kind, cache)
     if index is not None:
-        _walk_file(scan, *index, cache, limit=index_size_limit(len(scan.pages)))
+        pages = len(scan.pages) + (cache.deferred_pages if cache is not None else 0)
+        _walk_file(scan, *index, cache, limit=index_size_limit(pages))
+    if cache is not None:
+        cache.settle(scan)
     finish_scan(scan)
 
 
@@ -1746,8 +1749,9 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         kind = "markdown"  # not a page, but its conflict markers count (spec 16)
     document_kind = kind in ("page", "daily", "markdown")
     if document_kind and cache is not None:
-        document, info = cache.load(entry, relative, kind, limit)
-        file_document(scan, document, kind)
+        loaded, info = cache.load(entry, relative, kind, limit)
+        if loaded is not None:  # else its entry is kept for `FileCache.settle`
+            file_document(scan, loaded, kind)
     elif document_kind:
         document, info = _load_document(entry.path, relative, kind == "page", limit)
         file_document(scan, document, kind)
@@ -1793,7 +1797,7 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 # - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
 
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
@@ -1926,10 +1930,18 @@ class FileCache:
         # that only lack a summary is kept (`init` migrates them).
         self.fresh: Optional[Dict[str, List[Any]]] = None
         self.fresh_stamp = 0
-        self.walked = False
-        """Whether a walk of the vault went through this cache (what `fresh` is made of)."""
+        self.walked: Optional[Scan] = None
+        """The walk of the vault that went through this cache (what `fresh` is made of)."""
         self.keep_migratable = False
         self.opened = False  # `scan_workspace` opens it once Git is asked, to overlap both
+        # The cache's `vault_facts` of the files its entries describe, or None.
+        self.summary: Optional[Dict[str, Any]] = None
+        # A reader's matching entries, kept as they are until the walk ends (`settle`): when
+        # every entry matched and no other file was read, the summary stands for them all.
+        self.defer = False
+        self.deferred: List[Tuple[str, str, List[Any]]] = []
+        self.deferred_pages = 0
+        self.missed = 0  # vault Markdown files read that an entry could have described
 
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
         self.entries, self.state, self.reason = {}, "ignored", reason
@@ -1975,6 +1987,7 @@ class FileCache:
         if problem is not None:
             return self.ignore(problem)
         self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
+        self.summary = value["summary"]
         return self
 
     def report(self) -> Dict[str, Any]:
@@ -1982,9 +1995,10 @@ class FileCache:
                 "reusedEntries": self.reused, "readFiles": self.read}
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
-             limit: int = MAX_TEXT_BYTES) -> Tuple[Document, Optional[os.stat_result]]:
+             limit: int = MAX_TEXT_BYTES) -> Tuple[Optional[Document], Optional[os.stat_result]]:
         """The document of a vault file met by the walk: from its entry when that still
-        matches the file, else read (and, for a writer, recorded)."""
+        matches the file, else read (and, for a writer, recorded). None (with `defer`): the
+        entry matched and waits for `settle`."""
         if not self.trusted:
             record = None
         elif self.fresh is None:  # a reader uses an entry once: free it at once
@@ -1997,6 +2011,11 @@ class FileCache:
             except OSError:
                 info = None
             if info is not None and self._matches(record, info):
+                if self.defer:
+                    self.deferred.append((relative, kind, record))
+                    self.reused += 1
+                    self.deferred_pages += kind == "page"
+                    return None, info
                 try:
                     document = cached_document(relative, kind, record)
                 except ValueError as exc:
@@ -2009,8 +2028,13 @@ class FileCache:
                     return document, info
             elif not (isinstance(record, list) and len(record) == 7):
                 self.ignore(f"its entry for {bounded(relative)} is malformed")
-        document, info = _load_document(entry.path, relative, kind == "page", limit)
+        return self._read(entry.path, relative, kind, limit)
+
+    def _read(self, path: str, relative: str, kind: str, limit: int = MAX_TEXT_BYTES,
+              ) -> Tuple[Document, Optional[os.stat_result]]:
+        document, info = _load_document(path, relative, kind == "page", limit)
         self.read += 1
+        self.missed += relative not in _UNCACHED
         if self.fresh is not None and info is not None and relative not in _UNCACHED \
                 and info.st_mtime_ns < self.fresh_stamp and info.st_ctime_ns < self.fresh_stamp:
             fresh = cache_record(kind, document, info)
@@ -2023,6 +2047,32 @@ class FileCache:
             document.text = None
         return document, info
 
+    def settle(self, scan: Scan) -> None:
+        """End a reader's walk: when every entry matched a file and no other vault Markdown was
+        read, the scan takes the cache's summary instead of a document per entry; otherwise
+        each deferred entry becomes its document, as `load` would have made it."""
+        deferred, self.deferred = self.deferred, []
+        summary = self.summary
+        if (summary is not None and self.state == "valid" and not self.missed
+                and not self.entries and summary["pages"] == self.deferred_pages
+                and summary["daily"] == sum(kind == "daily" for _path, kind, _r in deferred)):
+            scan.summary = summary
+            scan.summarized = [relative for relative, kind, _record in deferred if kind == "page"]
+            return
+        for relative, kind, record in deferred:
+            if self.state == "valid":
+                try:
+                    document = cached_document(relative, kind, record)
+                except ValueError as exc:
+                    self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
+                else:
+                    _settle(document, kind)
+                    file_document(scan, document, kind)
+                    continue
+            self.reused -= 1  # read after all
+            document = self._read(os.path.join(self.workspace, relative), relative, kind)[0]
+            file_document(scan, document, kind)
+
     def _matches(self, record: object, info: os.stat_result) -> bool:
         # Equal values only: whatever else the entry holds, it cannot compare equal to them.
         mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
@@ -2034,7 +2084,8 @@ class FileCache:
         """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
         when enough changed. Best effort: a cache that cannot be written is simply older."""
         # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
-        if self.fresh is None or not self.writable or not self.walked or not self.fresh_stamp:
+        scan = self.walked
+        if self.fresh is None or not self.writable or scan is None or not self.fresh_stamp:
             return
         if self.state == "missing" and not cache_ignored(self.workspace):
             return  # never create a cache `git add -A` would commit (an older engine's vault)
@@ -2043,12 +2094,19 @@ class FileCache:
                    if old.get(path) is record or old.get(path) == record)
         changes = len(self.fresh) - same + len(old) - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
-        if changes == 0 or (self.state == "valid" and self.trusted and changes < enough):
+        # Every document of the walk has an entry: a summary of them can stand for them all.
+        complete = len(self.fresh) == sum(1 for document in scan.documents()
+                                          if document.path not in _UNCACHED)
+        if changes == 0 and (self.summary is not None or not complete):
             return  # an idempotent command leaves the cache, like every file, as it was
+        if (self.state == "valid" and self.trusted and changes < enough
+                and (self.summary is not None or not complete)):
+            return
         data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": self.fresh_stamp,
-                           "files": self.fresh}, separators=(",", ":")).encode("ascii")
+                           "stamp": self.fresh_stamp, "files": self.fresh,
+                           "summary": vault_facts(scan, rows=True) if complete else None},
+                          separators=(",", ":")).encode("ascii")
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
@@ -2105,7 +2163,34 @@ def cache_header_problem(value: object) -> Optional[str]:
         return "another build of this engine version wrote it"
     if not _is_int(value.get("stamp")) or not isinstance(value.get("files"), dict):
         return "its fields are not those of a cache"
+    if not (value.get("summary") is None or summary_valid(value["summary"])):
+        return "its summary is malformed"
     return None
+
+
+_SUMMARY_KEYS = ("pages", "daily", "index", "error", "deprecated", "invalid", "conflicts", "days",
+                 "rows")
+_ROW_KEYS = ("topics", "duplicates", "empty", "orphans", "missing")
+
+
+def _texts(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def summary_valid(value: object) -> bool:
+    """Whether a cache's summary has the shape `vault_facts` gives (its values are trusted as
+    an entry's are: the writer that made it derived them from the files)."""
+    if not (type(value) is dict and tuple(value) == _SUMMARY_KEYS):
+        return False
+    rows, days = value["rows"], value["days"]
+    return (_is_int(value["pages"]) and _is_int(value["daily"])
+            and _optional_text(value["index"]) and _optional_text(value["error"])
+            and _texts(value["deprecated"]) and _texts(value["invalid"])
+            and _texts(value["conflicts"]) and type(days) is dict
+            and all(_is_int(count) for count in days.values())
+            and (rows is None or (type(rows) is dict and tuple(rows) == _ROW_KEYS
+                                  and _is_int(rows["topics"])
+                                  and all(_texts(rows[key]) for key in _ROW_KEYS[1:]))))
 
 
 def writer_pages(ctx: Context) -> List[Document]:
@@ -2585,6 +2670,7 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
     # Read-only (spec 12.5): the cache is used, never written.
     cache = FileCache(ctx.workspace)
+    cache.defer = True  # health needs no document of a file the cache's summary covers
     report = inspect_report(scan_workspace(ctx.workspace, cache=cache))
     if args.format == "card":
         return status_card(report, ctx.call)
