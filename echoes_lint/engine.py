@@ -1942,6 +1942,7 @@ class FileCache:
         self.deferred: List[Tuple[str, str, List[Any]]] = []
         self.deferred_pages = 0
         self.missed = 0  # vault Markdown files read that an entry could have described
+        self.summarized = False  # whether the summary stood for every entry (no documents)
 
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
         self.entries, self.state, self.reason = {}, "ignored", reason
@@ -1992,7 +1993,8 @@ class FileCache:
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
-                "reusedEntries": self.reused, "readFiles": self.read}
+                "reusedEntries": self.reused, "readFiles": self.read,
+                "summaryUsed": self.summarized}
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = MAX_TEXT_BYTES) -> Tuple[Optional[Document], Optional[os.stat_result]]:
@@ -2056,7 +2058,7 @@ class FileCache:
         if (summary is not None and self.state == "valid" and not self.missed
                 and not self.entries and summary["pages"] == self.deferred_pages
                 and summary["daily"] == sum(kind == "daily" for _path, kind, _r in deferred)):
-            scan.summary = summary
+            scan.summary, self.summarized = summary, True
             scan.summarized = [relative for relative, kind, _record in deferred if kind == "page"]
             return
         for relative, kind, record in deferred:

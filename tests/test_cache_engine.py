@@ -72,7 +72,7 @@ def test_status_uses_the_cache_reads_only_what_changed_and_never_writes(repo: Pa
     # Every page and daily file comes from the cache; the index and AGENT_PROTOCOL.md are read,
     # and so is the page written after `init`.
     assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
-                      "reusedEntries": 3, "readFiles": 3}
+                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False}
     (repo / CACHE).unlink()
     before = snapshot(repo)
     assert status(repo)["cache"]["state"] == "missing"
