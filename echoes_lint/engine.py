@@ -978,12 +978,16 @@ def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
     for filename, meta in pages:
         if meta.summary is None:
             raise VaultError(f"Cannot render the index: {filename} has invalid frontmatter.")
-        rows.append((page_sort_key(filename),
-                     f"- [[{page_stem(filename)}]]: {index_summary(meta.summary, meta.deprecated)}"))
+        rows.append((page_sort_key(filename), index_row(filename, meta)))
     rows.sort(key=lambda row: row[0])
     if not rows:
         return INDEX_HEADER
     return INDEX_HEADER + "\n" + "\n".join(row for _key, row in rows) + "\n"
+
+
+def index_row(filename: str, meta: PageMeta) -> str:
+    """The index row of a valid page."""
+    return f"- [[{page_stem(filename)}]]: {index_summary(meta.summary or '', meta.deprecated)}"
 
 
 def parse_index_rows(text: str) -> List[Tuple[str, str]]:
@@ -1939,6 +1943,9 @@ class FileCache:
         # A reader's matching entries, kept as they are until the walk ends (`settle`): when
         # every entry matched and no other file was read, the summary stands for them all.
         self.defer = False
+        self.writer = False  # a writer's walk: the summary stands only as a `PageTable`
+        self.table: Optional[PageTable] = None
+        self.total = 0  # entries read from CACHE_PATH
         self.deferred: List[Tuple[str, str, List[Any]]] = []
         self.deferred_pages = 0
         self.missed = 0  # vault Markdown files read that an entry could have described
@@ -1988,7 +1995,7 @@ class FileCache:
         if problem is not None:
             return self.ignore(problem)
         self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
-        self.summary = value["summary"]
+        self.summary, self.total = value["summary"], len(self.entries)
         return self
 
     def report(self) -> Dict[str, Any]:
@@ -2017,6 +2024,8 @@ class FileCache:
                     self.deferred.append((relative, kind, record))
                     self.reused += 1
                     self.deferred_pages += kind == "page"
+                    if self.fresh is not None:
+                        self.fresh[relative] = record
                     return None, info
                 try:
                     document = cached_document(relative, kind, record)
@@ -2050,30 +2059,87 @@ class FileCache:
         return document, info
 
     def settle(self, scan: Scan) -> None:
-        """End a reader's walk: when every entry matched a file and no other vault Markdown was
-        read, the scan takes the cache's summary instead of a document per entry; otherwise
-        each deferred entry becomes its document, as `load` would have made it."""
+        """End a walk that deferred its matching entries: when every entry matched a file and
+        no other vault Markdown was read, the scan takes the cache's summary instead of a
+        document per entry (a writer's also needs the index the summary rendered, as the
+        rows of its `PageTable`); otherwise each deferred entry becomes its document, as
+        `load` would have made it."""
         deferred, self.deferred = self.deferred, []
         summary = self.summary
         if (summary is not None and self.state == "valid" and not self.missed
-                and not self.entries and summary["pages"] == self.deferred_pages
+                and len(deferred) == self.total and summary["pages"] == self.deferred_pages
                 and summary["daily"] == sum(kind == "daily" for _path, kind, _r in deferred)):
-            scan.summary, self.summarized = summary, True
-            scan.summarized = [relative for relative, kind, _record in deferred if kind == "page"]
-            return
+            pages = [(relative, kind, record) for relative, kind, record in deferred
+                     if kind == "page"]
+            table = page_table(scan, summary, self, pages) if self.writer else None
+            if not self.writer or table is not None:
+                scan.summary, self.summarized, self.table = summary, True, table
+                scan.summarized = [relative for relative, _kind, _record in pages]
+                return
         for relative, kind, record in deferred:
-            if self.state == "valid":
-                try:
-                    document = cached_document(relative, kind, record)
-                except ValueError as exc:
-                    self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
-                else:
-                    _settle(document, kind)
-                    file_document(scan, document, kind)
-                    continue
-            self.reused -= 1  # read after all
-            document = self._read(os.path.join(self.workspace, relative), relative, kind)[0]
-            file_document(scan, document, kind)
+            file_document(scan, self.document(relative, kind, record), kind)
+
+    def document(self, relative: str, kind: str, record: List[Any]) -> Document:
+        """The document of a deferred entry: from the entry, or read when the cache turned
+        out malformed."""
+        if self.state == "valid":
+            try:
+                document = cached_document(relative, kind, record)
+            except ValueError as exc:
+                self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
+            else:
+                _settle(document, kind)
+                return document
+        self.reused -= 1  # read after all
+        if self.fresh is not None:
+            self.fresh.pop(relative, None)  # from a cache found malformed: never kept
+        return self._read(os.path.join(self.workspace, relative), relative, kind)[0]
+
+    def _record_writes(self, table: PageTable, written: List[Tuple[str, str]],
+                       ) -> Tuple[int, Optional[Dict[str, Any]]]:
+        """(stamp, summary) once the vault Markdown files a writer wrote have their entries:
+        each is read back after the file system's clock passed its times (the racily-clean
+        rule, with a new stamp), and the summary follows the pages the writer planned, which
+        must be the pages read back. A summary that cannot follow is dropped (None)."""
+        assert self.fresh is not None and self.summary is not None
+        try:
+            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
+                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
+        except OSError:
+            return self.fresh_stamp, None
+        stamp = file_clock(self.workspace, newest)
+        prospect = table.prospect
+        if stamp is None or prospect is None:
+            return self.fresh_stamp, None
+        summary = dict(self.summary)
+        conflicts, days = list(summary["conflicts"]), dict(summary["days"])
+        for relative, kind in written:
+            document, info = _load_document(os.path.join(self.workspace, relative), relative,
+                                            kind == "page")
+            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
+                else cache_record(kind, document, info)
+            if record is None:
+                return self.fresh_stamp, None
+            if kind == "page":
+                at = _position(prospect.names, document.name)
+                if (document.meta is None or document.page_problems
+                        or prospect.names[at:at + 1] != [document.name]
+                        or prospect.rows[at] != index_row(document.name, document.meta)):
+                    return self.fresh_stamp, None  # not the page the index was planned for
+            elif relative in self.fresh:
+                return self.fresh_stamp, None  # its old facts are in the summary
+            elif kind == "daily":
+                summary["daily"] += 1
+                day = daily_day(relative)
+                days[day] = days.get(day, 0) + _ENTRY_HEADINGS.func(document)
+            if has_protocol_conflict(document.markers):
+                conflicts.append(vault_relative(relative))
+            self.fresh[relative] = record
+        rendered = prospect.render()
+        summary.update(pages=len(prospect.names), index=sha256_text(rendered),
+                       names=prospect.names, deprecated=prospect.deprecated,
+                       conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
+        return stamp, summary
 
     def _matches(self, record: object, info: os.stat_result) -> bool:
         # Equal values only: whatever else the entry holds, it cannot compare equal to them.
@@ -2082,38 +2148,83 @@ class FileCache:
                 and record[:4] == [info.st_size, mtime, ctime, info.st_ino]
                 and mtime < self.stamp and ctime < self.stamp)
 
-    def save(self) -> None:
+    def save(self, changes: Optional[ChangeSet] = None) -> None:
         """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
-        when enough changed. Best effort: a cache that cannot be written is simply older."""
+        when enough changed. Best effort: a cache that cannot be written is simply older.
+        After a walk that took the summary (a `PageTable`), the files the writer wrote get
+        their entries and the summary is brought up to date, so the next command takes it
+        too: then the cache is replaced whenever the writer wrote a vault Markdown file."""
         # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
         scan = self.walked
         if self.fresh is None or not self.writable or scan is None or not self.fresh_stamp:
             return
         if self.state == "missing" and not cache_ignored(self.workspace):
             return  # never create a cache `git add -A` would commit (an older engine's vault)
+        if self.table is not None and self.state == "valid":
+            written = _written_markdown(changes)
+            if written:
+                self._write(*self._record_writes(self.table, written))
+            return
         old = self.entries
         same = sum(1 for path, record in self.fresh.items()
                    if old.get(path) is record or old.get(path) == record)
-        changes = len(self.fresh) - same + len(old) - same
+        changed = len(self.fresh) - same + len(old) - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
         # Every document of the walk has an entry: a summary of them can stand for them all.
         complete = len(self.fresh) == sum(1 for document in scan.documents()
                                           if document.path not in _UNCACHED)
-        if changes == 0 and (self.summary is not None or not complete):
+        if changed == 0 and (self.summary is not None or not complete):
             return  # an idempotent command leaves the cache, like every file, as it was
-        if (self.state == "valid" and self.trusted and changes < enough
+        if (self.state == "valid" and self.trusted and changed < enough
                 and (self.summary is not None or not complete)):
             return
+        self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
+
+    def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": self.fresh_stamp, "files": self.fresh,
-                           "summary": vault_facts(scan, rows=True) if complete else None},
+                           "stamp": stamp, "files": self.fresh, "summary": summary},
                           separators=(",", ":")).encode("ascii")
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
+    """(path, kind) of each vault Markdown file a change set wrote that the cache describes."""
+    written = []
+    for write in changes.writes if changes is not None else ():
+        kind = classify_vault_path(write.path) if write.path.startswith(f"{VAULT_DIR}/") \
+            else "data"
+        if kind == "nested" and write.path[-3:].casefold() == ".md":
+            kind = "markdown"
+        if kind in ("page", "daily", "markdown") and write.path not in _UNCACHED:
+            written.append((write.path, kind))
+    return written
+
+
+def file_clock(workspace: Path, after: int) -> Optional[int]:
+    """The file system's clock (the mtime of a new file beside the cache) once it is past
+    `after`, or None when it does not get there within a few ticks (a coarse clock)."""
+    for _attempt in range(20):
+        try:
+            temporary = managed_path(workspace, CACHE_PATH).with_name(
+                f".{CACHE_PATH.rpartition('/')[2]}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                 | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            try:
+                now = os.fstat(descriptor).st_mtime_ns
+            finally:
+                os.close(descriptor)
+                os.unlink(temporary)
+        except (OSError, VaultError):
+            return None
+        if now > after:
+            return now
+        time.sleep(0.002)
+    return None
 
 
 def cache_ignored(workspace: Path) -> bool:
@@ -2170,8 +2281,8 @@ def cache_header_problem(value: object) -> Optional[str]:
     return None
 
 
-_SUMMARY_KEYS = ("pages", "daily", "index", "error", "deprecated", "invalid", "conflicts", "days",
-                 "rows")
+_SUMMARY_KEYS = ("pages", "daily", "index", "error", "names", "deprecated", "invalid", "conflicts",
+                 "days", "rows")
 _ROW_KEYS = ("topics", "duplicates", "empty", "orphans", "missing")
 
 
@@ -2187,6 +2298,7 @@ def summary_valid(value: object) -> bool:
     rows, days = value["rows"], value["days"]
     return (_is_int(value["pages"]) and _is_int(value["daily"])
             and _optional_text(value["index"]) and _optional_text(value["error"])
+            and _texts(value["names"])
             and _texts(value["deprecated"]) and _texts(value["invalid"])
             and _texts(value["conflicts"]) and type(days) is dict
             and all(_is_int(count) for count in days.values())
@@ -2195,19 +2307,142 @@ def summary_valid(value: object) -> bool:
                                   and all(_texts(rows[key]) for key in _ROW_KEYS[1:]))))
 
 
-def writer_pages(ctx: Context) -> List[Document]:
+def writer_pages(ctx: Context) -> Sequence[Document]:
     """Every knowledge page, as `read_pages` gives them, through the writer's cache: one walk of
     the vault that reads only the files whose entry no longer matches, and records the entries
-    of daily and other Markdown files too, for the next command."""
+    of daily and other Markdown files too, for the next command. When every entry matched and
+    the index is the one the cache's summary rendered, the pages are a `PageTable`: no
+    document is built for them."""
     cache = ctx.cache
     if cache is None:
         return read_pages(ctx.workspace)
     managed_path(ctx.workspace, f"{VAULT_DIR}/pages", directory=True)  # read_pages' refusals
     scan = Scan(ctx.workspace)
+    # `init` migrates pages from their text, and `rebuild-index` trusts no entry.
+    cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
     _walk_vault(scan, ctx.vault, cache)
     if f"{VAULT_DIR}/pages" in scan.unreadable:
         return read_pages(ctx.workspace)  # for its error
-    return scan.pages
+    return cache.table if cache.table is not None else scan.pages
+
+
+def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
+               pages: List[Tuple[str, str, List[Any]]]) -> Optional[PageTable]:
+    """The `PageTable` of a writer's walk in which every entry matched, or None when the
+    summary cannot stand for its pages: it has no names in index order, the pages make no
+    index, or the index on disk is not the one the summary rendered (its rows are the
+    table's)."""
+    names, rendered = summary["names"], summary["index"]
+    if rendered is None or scan.index_text is None:
+        return None
+    if sha256_text(scan.index_text) != rendered:
+        return None
+    rows = scan.index_text[len(INDEX_HEADER) + 1:].split("\n")[:-1] if names else []
+    if len(rows) != len(names):  # a row over several lines: no row per name
+        return None
+    return PageTable(names, rows, summary["deprecated"],
+                     lambda: [cache.document(*page) for page in pages])
+
+
+class PageTable(Sequence[Document]):
+    """The pages of a writer's walk as the cache's summary describes them, without a document
+    each: their file names in index order, their index rows (the current index's, which the
+    summary rendered: every page is valid and no names collide) and the stems of the
+    deprecated ones. `check_page_target` and `prospective_pages` look names up by bisection,
+    and the prospective index splices the changed rows in: the bytes a full rebuild writes.
+    Anything else that asks for the pages gets their documents, made from the entries."""
+
+    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
+                 documents: Callable[[], List[Document]]) -> None:
+        self.names, self.rows, self.deprecated = names, rows, deprecated
+        self._make = documents
+        self._documents: Optional[List[Document]] = None
+        self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._documents is None:
+            self._documents = self._make()
+        return self._documents[index]
+
+    def colliding(self, filename: str) -> Optional[str]:
+        return _colliding(self.names, filename)
+
+    def prospective(self, overrides: Dict[str, str]) -> Optional[IndexTable]:
+        """The pages once `overrides` (filename -> text) are written, or None when that page
+        set makes no index (an invalid page, colliding names): the full path says why."""
+        names, rows, deprecated = list(self.names), list(self.rows), list(self.deprecated)
+        for name, text in overrides.items():
+            meta, problems = validate_page_text(text)
+            if problems:
+                return None
+            at = _position(names, name)
+            stem = stored_stem(name)
+            if at < len(names) and names[at] == name:
+                rows[at] = index_row(name, meta)
+                if stem in deprecated:
+                    deprecated.remove(stem)
+            elif _colliding(names, name) is not None:
+                return None
+            else:
+                names.insert(at, name)
+                rows.insert(at, index_row(name, meta))
+            if meta.deprecated:
+                deprecated = sorted([*deprecated, stem])
+        return IndexTable(names, rows, deprecated,
+                          lambda: _entries(list(self), overrides))
+
+
+def _position(names: Sequence[str], filename: str) -> int:
+    """Where `filename` is, or would go, among `names` in index order (by bisection)."""
+    key = page_sort_key(filename)
+    low, high = 0, len(names)
+    while low < high:
+        middle = (low + high) // 2
+        if page_sort_key(names[middle]) < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
+    """The name among `names` (index order, none colliding) whose stem is `filename`'s once
+    case-folded, or None. Such names are neighbours in index order: their sort keys both
+    start with that folded stem and `.md`."""
+    identity = stem_identity(filename)
+    at = _position(names, filename)
+    for name in names[max(at - 1, 0):at + 1]:
+        if stem_identity(name) == identity:
+            return name
+    return None
+
+
+class IndexTable(Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
+    """`prospective_pages` of a `PageTable`: names and index rows in index order and the
+    deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
+    else gets the entries a full computation makes."""
+
+    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
+                 entries: Callable[[], List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]],
+                 ) -> None:
+        self.names, self.rows, self.deprecated = names, rows, deprecated
+        self._make = entries
+        self._entries: Optional[List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]] = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._entries is None:
+            self._entries = self._make()
+        return self._entries[index]
+
+    def render(self) -> str:
+        """The index `build_index` renders for these pages."""
+        return INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows else INDEX_HEADER
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2343,6 +2578,8 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
         "daily": len(scan.daily),
         "index": None if rendered is None else sha256_text(rendered),
         "error": error,
+        # In index order: a writer's `PageTable` looks names up by bisection.
+        "names": [d.name for d in scan.pages],
         "deprecated": sorted(stored_stem(d.name) for d in scan.pages
                              if d.meta and d.meta.valid and d.meta.deprecated),
         "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
@@ -2352,6 +2589,17 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
         "rows": (index_row_facts(rendered, [d.name for d in scan.pages])
                  if rows and rendered is not None else None),
     }
+
+
+def table_row_facts(table: IndexTable, rendered: str) -> Dict[str, Any]:
+    """`index_row_facts` of an index `table` rendered, for `table.names`. Every row holds a
+    valid page's stem (distinct: no two names collide) and a summary that is never blank;
+    unless a stem holds `]` (no other character's NFC holds one), each row parses back to
+    them: one topic per page, nothing duplicated, empty, orphaned or missing."""
+    if "]" in "".join(table.names):
+        return index_row_facts(rendered, table.names)
+    return {"topics": len(table.names), "duplicates": [], "empty": [], "orphans": [],
+            "missing": []}
 
 
 def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dict[str, Any]:
@@ -3208,8 +3456,19 @@ def prepare_page_text(item: object) -> Tuple[str, str]:
     return filename, content
 
 
-def prospective_pages(pages: Sequence[Document], overrides: Dict[str, str]) -> List[PageEntry]:
-    """The page set as it will be once `overrides` (filename -> text) are written."""
+def prospective_pages(pages: Sequence[Document], overrides: Dict[str, str],
+                      ) -> Sequence[PageEntry]:
+    """The page set as it will be once `overrides` (filename -> text) are written: from a
+    `PageTable`, an `IndexTable` whenever that page set makes an index."""
+    if isinstance(pages, PageTable):
+        table = pages.prospective(overrides)
+        pages.prospect = table
+        if table is not None:
+            return table
+    return _entries(pages, overrides)
+
+
+def _entries(pages: Sequence[Document], overrides: Dict[str, str]) -> List[PageEntry]:
     entries: List[PageEntry] = [(document.name, document.meta, document.page_problems)
                                 for document in pages if document.name not in overrides]
     for name, text in overrides.items():
@@ -3259,8 +3518,9 @@ def page_stats(entries: Sequence[PageEntry], daily_count: int) -> Dict[str, int]
     return {
         "totalPages": len(entries),
         "totalDailyLogs": daily_count,
-        "deprecatedPages": sum(1 for _name, meta, _problems in entries
-                               if meta is not None and meta.valid and meta.deprecated),
+        "deprecatedPages": len(entries.deprecated) if isinstance(entries, IndexTable) else sum(
+            1 for _name, meta, _problems in entries
+            if meta is not None and meta.valid and meta.deprecated),
     }
 
 
@@ -4441,7 +4701,7 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
         ctx.cache = open_cache(ctx.workspace, writer=cache != "read", rebuild=rebuild)
         ctx.cache.keep_migratable = install
         yield changes
-        ctx.cache.save()
+        ctx.cache.save(changes)
 
 
 def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:
@@ -4545,7 +4805,7 @@ def plan_adapters(changes: ChangeSet, runtime_updated: bool,
 def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[str, Any], str]:
     """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
     VaultError, and since nothing is written before `commit`, the old index stays."""
-    rendered = build_index(entries)
+    rendered = entries.render() if isinstance(entries, IndexTable) else build_index(entries)
     changes.pages = len(entries)
     rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
@@ -4572,13 +4832,14 @@ def check_page_target(workspace: Path, filename: str, expected: object,
     """(name on disk, whether it exists) of the page `filename` (NFC). A page stored under
     another Unicode normalisation of the same name is that page; an existing page needs its
     current hash (spec 11.3)."""
-    for document in pages:
-        if stem_identity(document.name) != stem_identity(filename):
-            continue
-        if nfc(document.name) != filename:
-            raise VaultError(f"{filename} collides with the existing page {document.name} (page "
+    identity = stem_identity(filename)
+    names = ([name] if (name := pages.colliding(filename)) else []) if isinstance(
+        pages, PageTable) else [d.name for d in pages if stem_identity(d.name) == identity]
+    for name in names:
+        if nfc(name) != filename:
+            raise VaultError(f"{filename} collides with the existing page {name} (page "
                              "names are compared case-insensitively); use that name.")
-        filename = document.name
+        filename = name
     path = managed_path(workspace, f"{VAULT_DIR}/pages/{filename}")
     if not os.path.lexists(path):
         return filename, False

@@ -11,7 +11,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 import pytest
 from conftest import git
@@ -21,9 +21,13 @@ from helpers_cache import (
     command,
     read_only_agree,
     rewrite_keeping_stat,
+    upsert_payload,
     without_cache,
+    writer_agrees,
 )
 from helpers_writer import init_vault, ok, page, runtime
+
+from echoes_lint import engine
 
 PAGES = Path("EchoesVault/pages")
 CONFLICT = "<<<<<<< HEAD\na\n=======\nb\n>>>>>>> topic\n"
@@ -178,3 +182,59 @@ def test_a_summary_that_counts_other_files_is_not_taken(repo: Path) -> None:
     report = read_only_agree(repo)
     assert report["state"] == "valid" and not report["summaryUsed"]
     assert report["reusedEntries"] == 5
+
+
+def test_writers_keep_the_summary_for_the_next_command(repo: Path, tmp_path: Path) -> None:
+    """A writer whose walk took the summary (no document per page) splices its pages into the
+    index, records the files it wrote and brings the summary up to date: each output and index
+    equals a run without a cache, and the next `status` takes the summary again."""
+    end = {"dailySummary": "- Done.", "pages": [upsert_payload(repo, "beta.md", "Beta again.")]}
+    steps = [
+        ("upsert", None, upsert_payload(repo, "delta.md", "Delta.")),
+        ("upsert", None, upsert_payload(repo, "alpha.md", "Alpha, now deprecated.",
+                                        "deprecated")),
+        ("append", None, {"entry": "- A fact."}),
+        ("end", "--confirm-explicit-user-end", end),
+        ("start", None, None),
+        ("upsert", None, upsert_payload(repo, "Straße.md", "Eszett.")),
+    ]
+    for number, (name, flag, payload) in enumerate(steps):
+        args = [name, *([flag] if flag else []), *(["--payload", "-"] if payload else [])]
+        if name == "end":  # its page hash is the page's as the previous steps left it
+            payload = {**end, "pages": [upsert_payload(repo, "beta.md", "Beta again.")]}
+        writer_agrees(repo, tmp_path / f"scratch-{number}", *args, payload=payload)
+        report = read_only_agree(repo)
+        assert report["summaryUsed"], (name, report)
+    assert cache_record(repo)["summary"]["deprecated"] == ["alpha"]
+
+
+def test_a_writer_whose_index_was_edited_derives_from_the_files(repo: Path,
+                                                                tmp_path: Path) -> None:
+    _stale_index(repo)
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+    read_only_agree(repo)
+
+
+def test_a_writer_refuses_a_colliding_name_as_without_the_summary(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    for name in ("ALPHA.md", "gamma.md", "BETA.md"):
+        outcome = writer_agrees(repo, tmp_path / f"scratch-{name}", "upsert", "--payload", "-",
+                                payload=upsert_payload(repo, name, "Other."))
+        assert outcome[0] == 2 and "collides" in outcome[1]["error"], outcome
+
+
+@pytest.mark.parametrize("names", [
+    ["alpha.md", "beta.md"],
+    ["a]b.md", "c.md"],
+    ["x[[y.md", "Straße.md", "\u212a.md"],
+])
+def test_the_rows_of_a_table_are_the_rows_a_full_parse_finds(names: List[str]) -> None:
+    metas = [engine.parse_frontmatter(page(f"Summary [[{n}]] {n}", status)) for n, status in
+             zip(names, ["active", "deprecated", "active"])]
+    entries = sorted(zip(names, metas), key=lambda entry: engine.page_sort_key(entry[0]))
+    rendered = engine.render_index(entries)
+    table = engine.IndexTable([n for n, _m in entries], [engine.index_row(n, m) for n, m in entries],
+                              [], lambda: [])
+    assert table.render() == rendered
+    assert engine.table_row_facts(table, rendered) == engine.index_row_facts(rendered, names)
