@@ -278,6 +278,14 @@ def _byte_position(data: bytes, offset: int) -> Tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
+def text_digest(text: str) -> str:
+    """`sha256_text`, encoding a megabyte at a time: no copy of a large text is made."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), 1 << 20):
+        digest.update(text[start:start + (1 << 20)].encode("utf-8"))
+    return digest.hexdigest()
+
+
 def sha256_text(text: str) -> str:
     """The protocol hash: SHA-256 of the UTF-8 encoding of the newline-normalised text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -1414,6 +1422,7 @@ class Scan:
     # cache kept it, and the paths of the pages it covers, which then have no document.
     summary: Optional[Dict[str, Any]] = None
     summarized: List[str] = dataclasses.field(default_factory=list)
+    sizes: bool = True  # whether `files` is filled (a writer's walk needs no sizes)
 
     @property
     def vault(self) -> Path:
@@ -1779,7 +1788,7 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         except OSError:
             if not document_kind:  # a document's own problem says it already
                 scan.unreadable.append(relative)
-    if info is not None and stat.S_ISREG(info.st_mode):
+    if info is not None and stat.S_ISREG(info.st_mode) and scan.sizes:
         scan.files[relative] = (info.st_size, info.st_mtime)
 
 
@@ -1815,13 +1824,14 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 # - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
 
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
 # A writer rewrites the cache when at least this many entries changed, or one in
 # CACHE_CHANGE_SHARE: writing 100,000 entries costs more than reading a few hundred files again.
 CACHE_MIN_CHANGES = 16
+CACHE_SLICE = 4096  # entries encoded at a time when the cache is written
 CACHE_CHANGE_SHARE = 256
 # Read for their text by every command that scans: never taken from the cache.
 _UNCACHED = (f"{VAULT_DIR}/{INDEX_FILE}", f"{VAULT_DIR}/{PROTOCOL_FILE}")
@@ -1871,7 +1881,13 @@ def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
     """The Document a scan derived from a file, rebuilt from its cache entry, without text or
     frontmatter fields and notes (only the linter uses those, and it never reads the cache);
     ValueError when the entry is malformed."""
-    markers_raw, problem_raw, tail = record[4], record[5], record[6]
+    try:  # the facts are JSON text of their own, decoded only here
+        facts = json.loads(record[4]) if type(record[4]) is str else None
+    except (ValueError, RecursionError):
+        facts = None
+    if not (type(facts) is list and len(facts) == 3):
+        raise ValueError("its facts are malformed")
+    markers_raw, problem_raw, tail = facts
     if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
                                     or len(markers_raw) > CACHE_MAX_MARKERS):
         raise ValueError("its markers are malformed")
@@ -1910,11 +1926,13 @@ def cache_record(kind: str, document: Document, info: os.stat_result) -> Optiona
     elif kind == "daily" and document.text is not None:
         tail = document.entry_headings
     problem = document.problem
+    # The facts as JSON text inside the entry: one string to parse and hold while the entry
+    # only validates its file, decoded when a document is made of it (`cached_document`).
+    facts = [[[line, mark] for line, mark in document.markers] or None,
+             None if problem is None else [problem.kind, problem.message, problem.line,
+                                           problem.col], tail]
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
-            # null, not [], for no markers and no problems: fewer objects to parse and hold
-            [[line, mark] for line, mark in document.markers] or None,
-            None if problem is None else [problem.kind, problem.message, problem.line,
-                                          problem.col], tail]
+            json.dumps(facts, separators=(",", ":"))]
 
 
 _PAGE_PROBLEMS = cast("functools.cached_property[List[Problem]]", Document.__dict__["page_problems"])
@@ -2033,7 +2051,7 @@ class FileCache:
                 info: Optional[os.stat_result] = entry.stat(follow_symlinks=False)
             except OSError:
                 info = None
-            if info is not None and type(record) is list and len(record) == 7 and record[:4] == [
+            if info is not None and type(record) is list and len(record) == 5 and record[:4] == [
                     info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino] \
                     and info.st_mtime_ns < self.stamp and info.st_ctime_ns < self.stamp:
                 # Equal values only: whatever else the entry holds cannot compare equal to them.
@@ -2054,7 +2072,7 @@ class FileCache:
                         self.fresh[relative] = record
                     _settle(document, kind)
                     return document, info
-            elif not (isinstance(record, list) and len(record) == 7):
+            elif not (isinstance(record, list) and len(record) == 5):
                 self.ignore(f"its entry for {bounded(relative)} is malformed")
         return self._read(entry.path, relative, kind, limit)
 
@@ -2086,7 +2104,7 @@ class FileCache:
             return False
         record = self.entries[relative]
         mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
-        if not (type(record) is list and len(record) == 7 and record[0] == info.st_size
+        if not (type(record) is list and len(record) == 5 and record[0] == info.st_size
                 and record[1] == mtime and record[2] == ctime and record[3] == info.st_ino
                 and mtime < self.stamp and ctime < self.stamp and stat.S_ISREG(info.st_mode)):
             return False
@@ -2098,7 +2116,8 @@ class FileCache:
         self.reused += 1
         self.deferred_pages += 1
         assert self.walked is not None
-        self.walked.files[relative] = (info.st_size, info.st_mtime)
+        if self.walked.sizes:
+            self.walked.files[relative] = (info.st_size, info.st_mtime)
         return True
 
     def settle(self, scan: Scan) -> None:
@@ -2116,6 +2135,8 @@ class FileCache:
                      if kind == "page"]
             table = page_table(scan, summary, self, pages) if self.writer else None
             if not self.writer or table is not None:
+                if table is not None:
+                    self.entries = {}  # `fresh` holds them: the JSON's keys are freed
                 scan.summary, self.summarized, self.table = summary, True, table
                 scan.summarized = [relative for relative, _kind, _record in pages]
                 return
@@ -2179,7 +2200,7 @@ class FileCache:
                 conflicts.append(vault_relative(relative))
             self.fresh[relative] = record
         rendered = prospect.render()
-        summary.update(pages=len(prospect.names), index=sha256_text(rendered),
+        summary.update(pages=len(prospect.names), index=text_digest(rendered),
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
@@ -2217,15 +2238,29 @@ class FileCache:
         self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
 
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
-        data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
+        # The walk and the old entries are no longer needed: free them before the JSON text
+        # and its bytes, the peak of a writer's memory at 100,000 pages.
+        self.walked, self.entries = None, {}
+        assert self.fresh is not None
+        head = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": stamp, "files": self.fresh, "summary": summary},
-                          separators=(",", ":")).encode("ascii")
+                           "stamp": stamp, "summary": summary, "files": {}},
+                          separators=(",", ":"))
+        # The entries are encoded a slice at a time into one buffer: the whole JSON text and
+        # its bytes never exist side by side.
+        data = bytearray(head[:-2].encode("ascii"))
+        items = list(self.fresh.items())
+        for start in range(0, len(items), CACHE_SLICE):
+            data += b"," if start else b""
+            data += json.dumps(dict(items[start:start + CACHE_SLICE]),
+                               separators=(",", ":"))[1:-1].encode("ascii")
+        data += b"}}"
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
-            publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+            publish_file(*stage_file(self.workspace, CACHE_PATH, cast(bytes, data), "cache"),
+                         "cache")
 
 
 def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
@@ -2353,7 +2388,7 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     if cache is None:
         return read_pages(ctx.workspace)
     managed_path(ctx.workspace, f"{VAULT_DIR}/pages", directory=True)  # read_pages' refusals
-    scan = Scan(ctx.workspace)
+    scan = Scan(ctx.workspace, sizes=False)
     # `init` migrates pages from their text, and `rebuild-index` trusts no entry.
     cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
     _walk_vault(scan, ctx.vault, cache)
@@ -2371,9 +2406,10 @@ def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
     names, rendered = summary["names"], summary["index"]
     if rendered is None or scan.index_text is None:
         return None
-    if sha256_text(scan.index_text) != rendered:
+    if text_digest(scan.index_text) != rendered:
         return None
-    rows = scan.index_text[len(INDEX_HEADER) + 1:].split("\n")[:-1] if names else []
+    # The rendered index: its header, an empty line, one line a row, a final newline.
+    rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
     if len(rows) != len(names):  # a row over several lines: no row per name
         return None
     return PageTable(names, rows, summary["deprecated"],
@@ -2669,7 +2705,7 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     facts = scan.summary if scan.summary is not None else vault_facts(scan)
     rendered_sha = facts["index"]
     # The local index is current when its text is the rendered one: equal digests.
-    current = scan.index_text is not None and rendered_sha is not None and sha256_text(
+    current = scan.index_text is not None and rendered_sha is not None and text_digest(
         scan.index_text) == rendered_sha
     refresh = {
         "rebuilt": False,
