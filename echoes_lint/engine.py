@@ -2230,7 +2230,7 @@ class FileCache:
         # Every document of the walk has an entry: a summary of them can stand for them all.
         complete = len(self.fresh) == sum(1 for document in scan.documents()
                                           if document.path not in _UNCACHED)
-        if changed == 0 and (self.summary is not None or not complete):
+        if changed == 0 and (self.summary is not None or not complete or not self.fresh):
             return  # an idempotent command leaves the cache, like every file, as it was
         if (self.state == "valid" and self.trusted and changed < enough
                 and (self.summary is not None or not complete)):
@@ -2404,7 +2404,7 @@ def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
     index, or the index on disk is not the one the summary rendered (its rows are the
     table's)."""
     names, rendered = summary["names"], summary["index"]
-    if rendered is None or scan.index_text is None:
+    if rendered is None or scan.index_text is None or len(names) != len(pages):
         return None
     if text_digest(scan.index_text) != rendered:
         return None
