@@ -278,6 +278,14 @@ def _byte_position(data: bytes, offset: int) -> Tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
+def text_digest(text: str) -> str:
+    """`sha256_text`, encoding a megabyte at a time: no copy of a large text is made."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), 1 << 20):
+        digest.update(text[start:start + (1 << 20)].encode("utf-8"))
+    return digest.hexdigest()
+
+
 def sha256_text(text: str) -> str:
     """The protocol hash: SHA-256 of the UTF-8 encoding of the newline-normalised text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -978,12 +986,16 @@ def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
     for filename, meta in pages:
         if meta.summary is None:
             raise VaultError(f"Cannot render the index: {filename} has invalid frontmatter.")
-        rows.append((page_sort_key(filename),
-                     f"- [[{page_stem(filename)}]]: {index_summary(meta.summary, meta.deprecated)}"))
+        rows.append((page_sort_key(filename), index_row(filename, meta)))
     rows.sort(key=lambda row: row[0])
     if not rows:
         return INDEX_HEADER
     return INDEX_HEADER + "\n" + "\n".join(row for _key, row in rows) + "\n"
+
+
+def index_row(filename: str, meta: PageMeta) -> str:
+    """The index row of a valid page."""
+    return f"- [[{page_stem(filename)}]]: {index_summary(meta.summary or '', meta.deprecated)}"
 
 
 def parse_index_rows(text: str) -> List[Tuple[str, str]]:
@@ -1321,7 +1333,8 @@ def git_ignored(workspace: Path, paths: Sequence[str]) -> Tuple[List[str], Optio
     try:
         completed = subprocess.run(
             ["git", "check-ignore", "--no-index", "--stdin", "-z"], cwd=str(workspace),
-            input=b"".join(os.fsencode(path) + b"\0" for path in paths), capture_output=True,
+            # One encoding of the whole list (as many calls would cost at 100,000 paths).
+            input=os.fsencode("\0".join(paths) + "\0") if paths else b"", capture_output=True,
             timeout=60, check=False,
         )
     except (OSError, subprocess.SubprocessError) as exc:
@@ -1427,6 +1440,11 @@ class Scan:
     git: GitFacts = dataclasses.field(default_factory=GitFacts)
     # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
     durable: Optional[Tuple[str, ...]] = None
+    # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as the
+    # cache kept it, and the paths of the pages it covers, which then have no document.
+    summary: Optional[Dict[str, Any]] = None
+    summarized: List[str] = dataclasses.field(default_factory=list)
+    sizes: bool = True  # whether `files` is filled (a writer's walk needs no sizes)
 
     @property
     def vault(self) -> Path:
@@ -1645,7 +1663,10 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
 def durable_candidates(scan: Scan) -> Tuple[str, ...]:
     """The durable files present as regular files (never symlinks): every file below the four
     durable folders and each committed protocol file that exists."""
-    found = [path for path in scan.files if is_durable_path(path)]
+    # `is_durable_path`, with one C call a file for the folders.
+    folders = tuple(f"{VAULT_DIR}/{name}/" for name in DURABLE_DIRS)
+    found = [path for path in scan.files
+             if path.startswith(folders) or path in DURABLE_PROTOCOL_FILES]
     for relative in DURABLE_PROTOCOL_FILES:
         if relative.startswith(f"{VAULT_DIR}/"):
             continue  # the vault's own files are in scan.files already
@@ -1710,16 +1731,24 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     pending = [(str(vault), VAULT_DIR)]
     index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     if cache is not None:
-        cache.walked = True
+        cache.walked = scan
+    # A deferring cache's entries, matched inline for pages/ (the bulk of the vault).
+    quick = cache.entries if cache is not None and cache.defer and cache.trusted else None
     while pending:
         directory, relative_dir = pending.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            # Sorted by name without a key function: 100,000 calls of one cost more.
+            by_name = {entry.name: entry for entry in os.scandir(directory)}
         except OSError:
             scan.unreadable.append(relative_dir)
             continue
-        for entry in entries:
-            relative = f"{relative_dir}/{entry.name}"
+        in_pages = relative_dir == _PAGES_DIR
+        for name in sorted(by_name):
+            entry = by_name[name]
+            relative = f"{relative_dir}/{name}"
+            if in_pages and quick is not None and relative in quick and name[-3:] == ".md" \
+                    and len(name) > 3 and cache is not None and cache.defer_page(entry, relative):
+                continue
             try:
                 if entry.is_symlink():
                     scan.symlinks.append(relative)
@@ -1733,7 +1762,9 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
             except OSError:
                 scan.unreadable.append(relative)
                 continue
-            kind = classify_vault_path(relative)
+            # The common page name first: `x.md` in pages/ is a page (`classify_vault_path`).
+            kind = "page" if in_pages and name[-3:] == ".md" and len(name) > 3 \
+                else classify_vault_path(relative)
             if kind == "stray":
                 scan.page_dir_strays.append(relative)
             if not regular:
@@ -1748,7 +1779,10 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
                 continue
             _walk_file(scan, entry, relative, kind, cache)
     if index is not None:
-        _walk_file(scan, *index, cache, limit=index_size_limit(len(scan.pages)))
+        pages = len(scan.pages) + (cache.deferred_pages if cache is not None else 0)
+        _walk_file(scan, *index, cache, limit=index_size_limit(pages))
+    if cache is not None:
+        cache.settle(scan)
     finish_scan(scan)
 
 
@@ -1764,8 +1798,9 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         kind = "markdown"  # not a page, but its conflict markers count (spec 16)
     document_kind = kind in ("page", "daily", "markdown")
     if document_kind and cache is not None:
-        document, info = cache.load(entry, relative, kind, limit)
-        file_document(scan, document, kind)
+        loaded, info = cache.load(entry, relative, kind, limit)
+        if loaded is not None:  # else its entry is kept for `FileCache.settle`
+            file_document(scan, loaded, kind)
     elif document_kind:
         document, info = _load_document(entry.path, relative, kind == "page", limit)
         file_document(scan, document, kind)
@@ -1775,8 +1810,14 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         except OSError:
             if not document_kind:  # a document's own problem says it already
                 scan.unreadable.append(relative)
-    if info is not None and stat.S_ISREG(info.st_mode):
+    if info is not None and stat.S_ISREG(info.st_mode) and scan.sizes:
         scan.files[relative] = (info.st_size, info.st_mtime)
+
+
+def scan_page_names(scan: Scan) -> List[str]:
+    """The file name of every page of a scan, with or without its document."""
+    return [*(document.name for document in scan.pages),
+            *(path.rsplit("/", 1)[-1] for path in scan.summarized)]
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -1805,13 +1846,14 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 # - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
 
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 3
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
 # A writer rewrites the cache when at least this many entries changed, or one in
 # CACHE_CHANGE_SHARE: writing 100,000 entries costs more than reading a few hundred files again.
 CACHE_MIN_CHANGES = 16
+CACHE_SLICE = 4096  # entries encoded at a time when the cache is written
 CACHE_CHANGE_SHARE = 256
 # Read for their text by every command that scans: never taken from the cache.
 _UNCACHED = (f"{VAULT_DIR}/{INDEX_FILE}", f"{VAULT_DIR}/{PROTOCOL_FILE}")
@@ -1861,7 +1903,13 @@ def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
     """The Document a scan derived from a file, rebuilt from its cache entry, without text or
     frontmatter fields and notes (only the linter uses those, and it never reads the cache);
     ValueError when the entry is malformed."""
-    markers_raw, problem_raw, tail = record[4], record[5], record[6]
+    try:  # the facts are JSON text of their own, decoded only here
+        facts = json.loads(record[4]) if type(record[4]) is str else None
+    except (ValueError, RecursionError):
+        facts = None
+    if not (type(facts) is list and len(facts) == 3):
+        raise ValueError("its facts are malformed")
+    markers_raw, problem_raw, tail = facts
     if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
                                     or len(markers_raw) > CACHE_MAX_MARKERS):
         raise ValueError("its markers are malformed")
@@ -1900,11 +1948,13 @@ def cache_record(kind: str, document: Document, info: os.stat_result) -> Optiona
     elif kind == "daily" and document.text is not None:
         tail = document.entry_headings
     problem = document.problem
+    # The facts as JSON text inside the entry: one string to parse and hold while the entry
+    # only validates its file, decoded when a document is made of it (`cached_document`).
+    facts = [[[line, mark] for line, mark in document.markers] or None,
+             None if problem is None else [problem.kind, problem.message, problem.line,
+                                           problem.col], tail]
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
-            # null, not [], for no markers and no problems: fewer objects to parse and hold
-            [[line, mark] for line, mark in document.markers] or None,
-            None if problem is None else [problem.kind, problem.message, problem.line,
-                                          problem.col], tail]
+            json.dumps(facts, separators=(",", ":"))]
 
 
 _PAGE_PROBLEMS = cast("functools.cached_property[List[Problem]]", Document.__dict__["page_problems"])
@@ -1938,10 +1988,22 @@ class FileCache:
         # that only lack a summary is kept (`init` migrates them).
         self.fresh: Optional[Dict[str, List[Any]]] = None
         self.fresh_stamp = 0
-        self.walked = False
-        """Whether a walk of the vault went through this cache (what `fresh` is made of)."""
+        self.walked: Optional[Scan] = None
+        """The walk of the vault that went through this cache (what `fresh` is made of)."""
         self.keep_migratable = False
         self.opened = False  # `scan_workspace` opens it once Git is asked, to overlap both
+        # The cache's `vault_facts` of the files its entries describe, or None.
+        self.summary: Optional[Dict[str, Any]] = None
+        # A reader's matching entries, kept as they are until the walk ends (`settle`): when
+        # every entry matched and no other file was read, the summary stands for them all.
+        self.defer = False
+        self.writer = False  # a writer's walk: the summary stands only as a `PageTable`
+        self.table: Optional[PageTable] = None
+        self.total = 0  # entries read from CACHE_PATH
+        self.deferred: List[Tuple[str, str, List[Any]]] = []
+        self.deferred_pages = 0
+        self.missed = 0  # vault Markdown files read that an entry could have described
+        self.summarized = False  # whether the summary stood for every entry (no documents)
 
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
         self.entries, self.state, self.reason = {}, "ignored", reason
@@ -1987,16 +2049,19 @@ class FileCache:
         if problem is not None:
             return self.ignore(problem)
         self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
+        self.summary, self.total = value["summary"], len(self.entries)
         return self
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
-                "reusedEntries": self.reused, "readFiles": self.read}
+                "reusedEntries": self.reused, "readFiles": self.read,
+                "summaryUsed": self.summarized}
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
-             limit: int = MAX_TEXT_BYTES) -> Tuple[Document, Optional[os.stat_result]]:
+             limit: int = MAX_TEXT_BYTES) -> Tuple[Optional[Document], Optional[os.stat_result]]:
         """The document of a vault file met by the walk: from its entry when that still
-        matches the file, else read (and, for a writer, recorded)."""
+        matches the file, else read (and, for a writer, recorded). None (with `defer`): the
+        entry matched and waits for `settle`."""
         if not self.trusted:
             record = None
         elif self.fresh is None:  # a reader uses an entry once: free it at once
@@ -2008,7 +2073,17 @@ class FileCache:
                 info: Optional[os.stat_result] = entry.stat(follow_symlinks=False)
             except OSError:
                 info = None
-            if info is not None and self._matches(record, info):
+            if info is not None and type(record) is list and len(record) == 5 and record[:4] == [
+                    info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino] \
+                    and info.st_mtime_ns < self.stamp and info.st_ctime_ns < self.stamp:
+                # Equal values only: whatever else the entry holds cannot compare equal to them.
+                if self.defer:
+                    self.deferred.append((relative, kind, record))
+                    self.reused += 1
+                    self.deferred_pages += kind == "page"
+                    if self.fresh is not None:
+                        self.fresh[relative] = record
+                    return None, info
                 try:
                     document = cached_document(relative, kind, record)
                 except ValueError as exc:
@@ -2019,10 +2094,15 @@ class FileCache:
                         self.fresh[relative] = record
                     _settle(document, kind)
                     return document, info
-            elif not (isinstance(record, list) and len(record) == 7):
+            elif not (isinstance(record, list) and len(record) == 5):
                 self.ignore(f"its entry for {bounded(relative)} is malformed")
-        document, info = _load_document(entry.path, relative, kind == "page", limit)
+        return self._read(entry.path, relative, kind, limit)
+
+    def _read(self, path: str, relative: str, kind: str, limit: int = MAX_TEXT_BYTES,
+              ) -> Tuple[Document, Optional[os.stat_result]]:
+        document, info = _load_document(path, relative, kind == "page", limit)
         self.read += 1
+        self.missed += relative not in _UNCACHED
         if self.fresh is not None and info is not None and relative not in _UNCACHED \
                 and info.st_mtime_ns < self.fresh_stamp and info.st_ctime_ns < self.fresh_stamp:
             fresh = cache_record(kind, document, info)
@@ -2035,37 +2115,209 @@ class FileCache:
             document.text = None
         return document, info
 
-    def _matches(self, record: object, info: os.stat_result) -> bool:
-        # Equal values only: whatever else the entry holds, it cannot compare equal to them.
+    def defer_page(self, entry: os.DirEntry[str], relative: str) -> bool:
+        """`load` of a page whose entry matches, for a deferring walk: True when deferred
+        (and its size recorded), False to go the general way."""
+        try:
+            if not entry.is_file(follow_symlinks=False):  # a link, a folder, a FIFO
+                return False
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return False
+        record = self.entries[relative]
         mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
-        return (type(record) is list and len(record) == 7
-                and record[:4] == [info.st_size, mtime, ctime, info.st_ino]
-                and mtime < self.stamp and ctime < self.stamp)
+        if not (type(record) is list and len(record) == 5 and record[0] == info.st_size
+                and record[1] == mtime and record[2] == ctime and record[3] == info.st_ino
+                and mtime < self.stamp and ctime < self.stamp and stat.S_ISREG(info.st_mode)):
+            return False
+        if self.fresh is None:
+            del self.entries[relative]  # a reader uses an entry once
+        else:
+            self.fresh[relative] = record
+        self.deferred.append((relative, "page", record))
+        self.reused += 1
+        self.deferred_pages += 1
+        assert self.walked is not None
+        if self.walked.sizes:
+            self.walked.files[relative] = (info.st_size, info.st_mtime)
+        return True
 
-    def save(self) -> None:
+    def settle(self, scan: Scan) -> None:
+        """End a walk that deferred its matching entries: when every entry matched a file and
+        no other vault Markdown was read, the scan takes the cache's summary instead of a
+        document per entry (a writer's also needs the index the summary rendered, as the
+        rows of its `PageTable`); otherwise each deferred entry becomes its document, as
+        `load` would have made it."""
+        deferred, self.deferred = self.deferred, []
+        summary = self.summary
+        if (summary is not None and self.state == "valid" and not self.missed
+                and len(deferred) == self.total and summary["pages"] == self.deferred_pages
+                and summary["daily"] == sum(kind == "daily" for _path, kind, _r in deferred)):
+            pages = [(relative, kind, record) for relative, kind, record in deferred
+                     if kind == "page"]
+            table = page_table(scan, summary, self, pages) if self.writer else None
+            if not self.writer or table is not None:
+                if table is not None:
+                    self.entries = {}  # `fresh` holds them: the JSON's keys are freed
+                scan.summary, self.summarized, self.table = summary, True, table
+                scan.summarized = [relative for relative, _kind, _record in pages]
+                return
+        for relative, kind, record in deferred:
+            file_document(scan, self.document(relative, kind, record), kind)
+
+    def document(self, relative: str, kind: str, record: List[Any]) -> Document:
+        """The document of a deferred entry: from the entry, or read when the cache turned
+        out malformed."""
+        if self.state == "valid":
+            try:
+                document = cached_document(relative, kind, record)
+            except ValueError as exc:
+                self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
+            else:
+                _settle(document, kind)
+                return document
+        self.reused -= 1  # read after all
+        if self.fresh is not None:
+            self.fresh.pop(relative, None)  # from a cache found malformed: never kept
+        return self._read(os.path.join(self.workspace, relative), relative, kind)[0]
+
+    def _record_writes(self, table: PageTable, written: List[Tuple[str, str]],
+                       ) -> Tuple[int, Optional[Dict[str, Any]]]:
+        """(stamp, summary) once the vault Markdown files a writer wrote have their entries:
+        each is read back after the file system's clock passed its times (the racily-clean
+        rule, with a new stamp), and the summary follows the pages the writer planned, which
+        must be the pages read back. A summary that cannot follow is dropped (None)."""
+        assert self.fresh is not None and self.summary is not None
+        try:
+            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
+                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
+        except OSError:
+            return self.fresh_stamp, None
+        stamp = file_clock(self.workspace, newest)
+        prospect = table.prospect
+        if stamp is None or prospect is None:
+            return self.fresh_stamp, None
+        summary = dict(self.summary)
+        conflicts, days = list(summary["conflicts"]), dict(summary["days"])
+        for relative, kind in written:
+            document, info = _load_document(os.path.join(self.workspace, relative), relative,
+                                            kind == "page")
+            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
+                else cache_record(kind, document, info)
+            if record is None:
+                return self.fresh_stamp, None
+            if kind == "page":
+                at = _position(prospect.names, document.name)
+                if (document.meta is None or document.page_problems
+                        or prospect.names[at:at + 1] != [document.name]
+                        or prospect.rows[at] != index_row(document.name, document.meta)):
+                    return self.fresh_stamp, None  # not the page the index was planned for
+            elif relative in self.fresh:
+                return self.fresh_stamp, None  # its old facts are in the summary
+            elif kind == "daily":
+                summary["daily"] += 1
+                day = daily_day(relative)
+                days[day] = days.get(day, 0) + _ENTRY_HEADINGS.func(document)
+            if has_protocol_conflict(document.markers):
+                conflicts.append(vault_relative(relative))
+            self.fresh[relative] = record
+        rendered = prospect.render()
+        summary.update(pages=len(prospect.names), index=text_digest(rendered),
+                       names=prospect.names, deprecated=prospect.deprecated,
+                       conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
+        return stamp, summary
+
+    def save(self, changes: Optional[ChangeSet] = None) -> None:
         """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
-        when enough changed. Best effort: a cache that cannot be written is simply older."""
+        when enough changed. Best effort: a cache that cannot be written is simply older.
+        After a walk that took the summary (a `PageTable`), the files the writer wrote get
+        their entries and the summary is brought up to date, so the next command takes it
+        too: then the cache is replaced whenever the writer wrote a vault Markdown file."""
         # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
-        if self.fresh is None or not self.writable or not self.walked or not self.fresh_stamp:
+        scan = self.walked
+        if self.fresh is None or not self.writable or scan is None or not self.fresh_stamp:
             return
         if self.state == "missing" and not cache_ignored(self.workspace):
             return  # never create a cache `git add -A` would commit (an older engine's vault)
+        if self.table is not None and self.state == "valid":
+            written = _written_markdown(changes)
+            if written:
+                self._write(*self._record_writes(self.table, written))
+            return
         old = self.entries
         same = sum(1 for path, record in self.fresh.items()
                    if old.get(path) is record or old.get(path) == record)
-        changes = len(self.fresh) - same + len(old) - same
+        changed = len(self.fresh) - same + len(old) - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
-        if changes == 0 or (self.state == "valid" and self.trusted and changes < enough):
+        # Every document of the walk has an entry: a summary of them can stand for them all.
+        complete = len(self.fresh) == sum(1 for document in scan.documents()
+                                          if document.path not in _UNCACHED)
+        if changed == 0 and (self.summary is not None or not complete or not self.fresh):
             return  # an idempotent command leaves the cache, like every file, as it was
-        data = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
+        if (self.state == "valid" and self.trusted and changed < enough
+                and (self.summary is not None or not complete)):
+            return
+        self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
+
+    def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
+        # The walk and the old entries are no longer needed: free them before the JSON text
+        # and its bytes, the peak of a writer's memory at 100,000 pages.
+        self.walked, self.entries = None, {}
+        assert self.fresh is not None
+        head = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": self.fresh_stamp,
-                           "files": self.fresh}, separators=(",", ":")).encode("ascii")
+                           "stamp": stamp, "summary": summary, "files": {}},
+                          separators=(",", ":"))
+        # The entries are encoded a slice at a time into one buffer: the whole JSON text and
+        # its bytes never exist side by side.
+        data = bytearray(head[:-2].encode("ascii"))
+        items = list(self.fresh.items())
+        for start in range(0, len(items), CACHE_SLICE):
+            data += b"," if start else b""
+            data += json.dumps(dict(items[start:start + CACHE_SLICE]),
+                               separators=(",", ":"))[1:-1].encode("ascii")
+        data += b"}}"
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
-            publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+            publish_file(*stage_file(self.workspace, CACHE_PATH, cast(bytes, data), "cache"),
+                         "cache")
+
+
+def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
+    """(path, kind) of each vault Markdown file a change set wrote that the cache describes."""
+    written = []
+    for write in changes.writes if changes is not None else ():
+        kind = classify_vault_path(write.path) if write.path.startswith(f"{VAULT_DIR}/") \
+            else "data"
+        if kind == "nested" and write.path[-3:].casefold() == ".md":
+            kind = "markdown"
+        if kind in ("page", "daily", "markdown") and write.path not in _UNCACHED:
+            written.append((write.path, kind))
+    return written
+
+
+def file_clock(workspace: Path, after: int) -> Optional[int]:
+    """The file system's clock (the mtime of a new file beside the cache) once it is past
+    `after`, or None when it does not get there within a few ticks (a coarse clock)."""
+    for _attempt in range(20):
+        try:
+            temporary = managed_path(workspace, CACHE_PATH).with_name(
+                f".{CACHE_PATH.rpartition('/')[2]}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                 | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            try:
+                now = os.fstat(descriptor).st_mtime_ns
+            finally:
+                os.close(descriptor)
+                os.unlink(temporary)
+        except (OSError, VaultError):
+            return None
+        if now > after:
+            return now
+        time.sleep(0.002)
+    return None
 
 
 def cache_ignored(workspace: Path) -> bool:
@@ -2117,23 +2369,175 @@ def cache_header_problem(value: object) -> Optional[str]:
         return "another build of this engine version wrote it"
     if not _is_int(value.get("stamp")) or not isinstance(value.get("files"), dict):
         return "its fields are not those of a cache"
+    if not (value.get("summary") is None or summary_valid(value["summary"])):
+        return "its summary is malformed"
     return None
 
 
-def writer_pages(ctx: Context) -> List[Document]:
+_SUMMARY_KEYS = ("pages", "daily", "index", "error", "names", "deprecated", "invalid", "conflicts",
+                 "days", "rows")
+_ROW_KEYS = ("topics", "duplicates", "empty", "orphans", "missing")
+
+
+def _texts(value: object) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def summary_valid(value: object) -> bool:
+    """Whether a cache's summary has the shape `vault_facts` gives (its values are trusted as
+    an entry's are: the writer that made it derived them from the files)."""
+    if not (type(value) is dict and tuple(value) == _SUMMARY_KEYS):
+        return False
+    rows, days = value["rows"], value["days"]
+    return (_is_int(value["pages"]) and _is_int(value["daily"])
+            and _optional_text(value["index"]) and _optional_text(value["error"])
+            and _texts(value["names"])
+            and _texts(value["deprecated"]) and _texts(value["invalid"])
+            and _texts(value["conflicts"]) and type(days) is dict
+            and all(_is_int(count) for count in days.values())
+            and (rows is None or (type(rows) is dict and tuple(rows) == _ROW_KEYS
+                                  and _is_int(rows["topics"])
+                                  and all(_texts(rows[key]) for key in _ROW_KEYS[1:]))))
+
+
+def writer_pages(ctx: Context) -> Sequence[Document]:
     """Every knowledge page, as `read_pages` gives them, through the writer's cache: one walk of
     the vault that reads only the files whose entry no longer matches, and records the entries
-    of daily and other Markdown files too, for the next command."""
+    of daily and other Markdown files too, for the next command. When every entry matched and
+    the index is the one the cache's summary rendered, the pages are a `PageTable`: no
+    document is built for them."""
     cache = ctx.cache
     if cache is None:
         return read_pages(ctx.workspace)
     managed_path(ctx.workspace, f"{VAULT_DIR}/pages", directory=True)  # read_pages' refusals
-    scan = Scan(ctx.workspace)
+    scan = Scan(ctx.workspace, sizes=False)
+    # `init` migrates pages from their text, and `rebuild-index` trusts no entry.
+    cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
     _walk_vault(scan, ctx.vault, cache)
     note_walk(ctx, scan)
     if f"{VAULT_DIR}/pages" in scan.unreadable:
         return read_pages(ctx.workspace)  # for its error
-    return scan.pages
+    return cache.table if cache.table is not None else scan.pages
+
+
+def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
+               pages: List[Tuple[str, str, List[Any]]]) -> Optional[PageTable]:
+    """The `PageTable` of a writer's walk in which every entry matched, or None when the
+    summary cannot stand for its pages: it has no names in index order, the pages make no
+    index, or the index on disk is not the one the summary rendered (its rows are the
+    table's)."""
+    names, rendered = summary["names"], summary["index"]
+    if rendered is None or scan.index_text is None or len(names) != len(pages):
+        return None
+    if text_digest(scan.index_text) != rendered:
+        return None
+    # The rendered index: its header, an empty line, one line a row, a final newline.
+    rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
+    if len(rows) != len(names):  # a row over several lines: no row per name
+        return None
+    return PageTable(names, rows, summary["deprecated"],
+                     lambda: [cache.document(*page) for page in pages])
+
+
+class PageTable(Sequence[Document]):
+    """The pages of a writer's walk as the cache's summary describes them, without a document
+    each: their file names in index order, their index rows (the current index's, which the
+    summary rendered: every page is valid and no names collide) and the stems of the
+    deprecated ones. `check_page_target` and `prospective_pages` look names up by bisection,
+    and the prospective index splices the changed rows in: the bytes a full rebuild writes.
+    Anything else that asks for the pages gets their documents, made from the entries."""
+
+    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
+                 documents: Callable[[], List[Document]]) -> None:
+        self.names, self.rows, self.deprecated = names, rows, deprecated
+        self._make = documents
+        self._documents: Optional[List[Document]] = None
+        self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._documents is None:
+            self._documents = self._make()
+        return self._documents[index]
+
+    def colliding(self, filename: str) -> Optional[str]:
+        return _colliding(self.names, filename)
+
+    def prospective(self, overrides: Dict[str, str]) -> Optional[IndexTable]:
+        """The pages once `overrides` (filename -> text) are written, or None when that page
+        set makes no index (an invalid page, colliding names): the full path says why."""
+        names, rows, deprecated = list(self.names), list(self.rows), list(self.deprecated)
+        for name, text in overrides.items():
+            meta, problems = validate_page_text(text)
+            if problems:
+                return None
+            at = _position(names, name)
+            stem = stored_stem(name)
+            if at < len(names) and names[at] == name:
+                rows[at] = index_row(name, meta)
+                if stem in deprecated:
+                    deprecated.remove(stem)
+            elif _colliding(names, name) is not None:
+                return None
+            else:
+                names.insert(at, name)
+                rows.insert(at, index_row(name, meta))
+            if meta.deprecated:
+                deprecated = sorted([*deprecated, stem])
+        return IndexTable(names, rows, deprecated,
+                          lambda: _entries(list(self), overrides))
+
+
+def _position(names: Sequence[str], filename: str) -> int:
+    """Where `filename` is, or would go, among `names` in index order (by bisection)."""
+    key = page_sort_key(filename)
+    low, high = 0, len(names)
+    while low < high:
+        middle = (low + high) // 2
+        if page_sort_key(names[middle]) < key:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
+    """The name among `names` (index order, none colliding) whose stem is `filename`'s once
+    case-folded, or None. Such names are neighbours in index order: their sort keys both
+    start with that folded stem and `.md`."""
+    identity = stem_identity(filename)
+    at = _position(names, filename)
+    for name in names[max(at - 1, 0):at + 1]:
+        if stem_identity(name) == identity:
+            return name
+    return None
+
+
+class IndexTable(Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
+    """`prospective_pages` of a `PageTable`: names and index rows in index order and the
+    deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
+    else gets the entries a full computation makes."""
+
+    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
+                 entries: Callable[[], List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]],
+                 ) -> None:
+        self.names, self.rows, self.deprecated = names, rows, deprecated
+        self._make = entries
+        self._entries: Optional[List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]] = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._entries is None:
+            self._entries = self._make()
+        return self._entries[index]
+
+    def render(self) -> str:
+        """The index `build_index` renders for these pages."""
+        return INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows else INDEX_HEADER
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2164,8 +2568,9 @@ def vault_relative(path: str) -> str:
     return path[len(VAULT_DIR) + 1:] if path.startswith(f"{VAULT_DIR}/") else path
 
 
-def legacy_vault_detected(scan: Scan) -> bool:
-    return not scan.marker_exists and bool(scan.pages or scan.daily or scan.index_text is not None)
+def legacy_vault_detected(scan: Scan, facts: Dict[str, Any]) -> bool:
+    return not scan.marker_exists and bool(facts["pages"] or facts["daily"]
+                                           or scan.index_text is not None)
 
 
 def adapter_conflicts(scan: Scan) -> List[str]:
@@ -2223,22 +2628,24 @@ def missing_structure(scan: Scan, runtime: Dict[str, Any]) -> List[str]:
     return sorted(missing)
 
 
-def today_entries(scan: Scan, now: Optional[_dt.datetime] = None) -> int:
+def daily_day(path: str) -> str:
+    """The day a daily file belongs to: its folder, or a legacy `YYYY-MM-DD.md` name."""
+    parts = path.split("/")
+    return parts[2] if len(parts) > 3 else parts[2][:-3]
+
+
+def today_entries(days: Dict[str, int], now: Optional[_dt.datetime] = None) -> int:
+    """The entries of today's daily files, from (day -> entry headings) of every daily file."""
     moment = now or _dt.datetime.now(_dt.timezone.utc)
     dates = {moment.astimezone(_dt.timezone.utc).date().isoformat(),
              moment.astimezone().date().isoformat()}
-    count = 0
-    for document in scan.daily:
-        parts = document.path.split("/")
-        day = parts[2] if len(parts) > 3 else parts[2][:-3]
-        if day in dates:
-            count += document.entry_headings
-    return count
+    return sum(count for day, count in days.items() if day in dates)
 
 
 def storage_figures(scan: Scan) -> Dict[str, Any]:
-    total = sum(size for size, _mtime in scan.files.values())
-    latest = max((mtime for _size, mtime in scan.files.values()), default=None)
+    sizes, mtimes = zip(*scan.files.values()) if scan.files else ((), ())
+    total = sum(sizes)
+    latest = max(mtimes, default=None)
     return {
         "totalBytes": total,
         "totalFiles": len(scan.files),
@@ -2248,21 +2655,67 @@ def storage_figures(scan: Scan) -> Dict[str, Any]:
     }
 
 
-def index_inspection(scan: Scan) -> Tuple[Dict[str, Any], Optional[str], Optional[str]]:
-    """(indexRefresh, rendered index or None, build error or None); never writes."""
+def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
+    """What health and the index derive from the documents of a scan, except the index and
+    AGENT_PROTOCOL.md (read by every command): the cache's summary (see "The local cache"), so
+    that a scan in which every entry still matches builds no document. With `rows`, also the
+    facts of the index rows for the index as rendered, which apply while the index is current."""
     try:
         rendered: Optional[str] = build_index(scan_index_pages(scan))
         error = None
     except VaultError as exc:
         rendered, error = None, str(exc)
-    refresh = {
-        "rebuilt": False,
-        "needsRefresh": rendered is not None and scan.index_text != rendered,
-        "migratedSummaries": [],
-        "pageCount": len(scan.pages),
-        "sha256": sha256_text(rendered) if rendered is not None else None,
+    days: Dict[str, int] = {}
+    for document in scan.daily:
+        day = daily_day(document.path)
+        days[day] = days.get(day, 0) + document.entry_headings
+    return {
+        "pages": len(scan.pages),
+        "daily": len(scan.daily),
+        "index": None if rendered is None else sha256_text(rendered),
+        "error": error,
+        # In index order: a writer's `PageTable` looks names up by bisection.
+        "names": [d.name for d in scan.pages],
+        "deprecated": sorted(stored_stem(d.name) for d in scan.pages
+                             if d.meta and d.meta.valid and d.meta.deprecated),
+        "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
+        "conflicts": [vault_relative(d.path) for d in scan.documents()
+                      if d.path not in _UNCACHED and has_protocol_conflict(d.markers)],
+        "days": days,
+        "rows": (index_row_facts(rendered, [d.name for d in scan.pages])
+                 if rows and rendered is not None else None),
     }
-    return refresh, rendered, error
+
+
+def table_row_facts(table: IndexTable, rendered: str) -> Dict[str, Any]:
+    """`index_row_facts` of an index `table` rendered, for `table.names`. Every row holds a
+    valid page's stem (distinct: no two names collide) and a summary that is never blank;
+    unless a stem holds `]` (no other character's NFC holds one), each row parses back to
+    them: one topic per page, nothing duplicated, empty, orphaned or missing."""
+    if "]" in "".join(table.names):
+        return index_row_facts(rendered, table.names)
+    return {"topics": len(table.names), "duplicates": [], "empty": [], "orphans": [],
+            "missing": []}
+
+
+def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dict[str, Any]:
+    """The health facts of the rows of the local index against the pages' file names."""
+    rows = parse_index_rows(index_text) if index_text is not None else []
+    slugs = [slug for slug, _description in rows]
+    page_slugs = {page_stem(name) for name in page_names}
+    seen: Set[str] = set()
+    duplicates = []
+    for slug in slugs:
+        if slug in seen and slug not in duplicates:
+            duplicates.append(slug)
+        seen.add(slug)
+    return {
+        "topics": len(rows),
+        "duplicates": duplicates,
+        "empty": [slug for slug, description in rows if not description],
+        "orphans": sorted(page_slugs - set(slugs)) if index_text is not None else [],
+        "missing": sorted(set(slugs) - page_slugs),
+    }
 
 
 def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
@@ -2272,36 +2725,38 @@ def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
 
 
 def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    refresh, rendered, build_error = index_inspection(scan)
+    facts = scan.summary if scan.summary is not None else vault_facts(scan)
+    rendered_sha = facts["index"]
+    # The local index is current when its text is the rendered one: equal digests.
+    current = scan.index_text is not None and rendered_sha is not None and text_digest(
+        scan.index_text) == rendered_sha
+    refresh = {
+        "rebuilt": False,
+        "needsRefresh": rendered_sha is not None and not current,
+        "migratedSummaries": [],
+        "pageCount": facts["pages"],
+        "sha256": rendered_sha,
+    }
+    build_error = facts["error"]
     runtime = runtime_health(scan.runtime_source, scan.runtime_problem)
     state = state_health(scan.state_raw, scan.state_error, scan.state_exists)
     readiness = git_readiness(scan.git, scan.durable)
     ignored_paths = set(scan.git.ignored)
-    rows = parse_index_rows(scan.index_text) if scan.index_text is not None else []
-    slugs = [slug for slug, _description in rows]
-    page_slugs = {page_stem(document.name) for document in scan.pages}
-    seen: set[str] = set()
-    duplicates = []
-    for slug in slugs:
-        if slug in seen and slug not in duplicates:
-            duplicates.append(slug)
-        seen.add(slug)
-    deprecated = sorted(stored_stem(d.name) for d in scan.pages if d.meta and d.meta.valid
-                        and d.meta.deprecated)
+    row_facts = facts["rows"] if current and facts["rows"] is not None else index_row_facts(
+        scan.index_text, scan_page_names(scan))
+    conflicts = [*facts["conflicts"], *(vault_relative(d.path) for d in scan.documents()
+                                        if d.path in _UNCACHED and has_protocol_conflict(d.markers))]
     issues: Dict[str, List[str]] = {
         "missingStructure": missing_structure(scan, runtime),
-        "invalidFrontmatter": sorted({stored_stem(d.name) for d in scan.pages
-                                      if d.page_problems}),
-        "duplicateIndexEntries": duplicates,
-        "emptyDescriptions": [slug for slug, description in rows if not description],
-        "orphanPages": sorted(page_slugs - set(slugs)) if scan.index_text is not None else [],
-        "missingPages": sorted(set(slugs) - page_slugs),
-        "conflictMarkers": sorted((vault_relative(d.path) for d in scan.documents()
-                                   if has_protocol_conflict(d.markers)),
-                                  key=lambda path: path.split("/")),
+        "invalidFrontmatter": facts["invalid"],
+        "duplicateIndexEntries": row_facts["duplicates"],
+        "emptyDescriptions": row_facts["empty"],
+        "orphanPages": row_facts["orphans"],
+        "missingPages": row_facts["missing"],
+        "conflictMarkers": sorted(conflicts, key=lambda path: path.split("/")),
         "indexBuildErrors": [build_error] if build_error else [],
-        "indexOutOfDate": ([INDEX_FILE] if scan.index_text is not None and rendered is not None
-                           and scan.index_text != rendered else []),
+        "indexOutOfDate": ([INDEX_FILE] if scan.index_text is not None and rendered_sha is not None
+                           and not current else []),
         "symbolicLinks": [vault_relative(path) for path in scan.symlinks],
         "unreadableFiles": sorted(vault_relative(path) for path in set(scan.unreadable)),
         "adapterConfiguration": adapter_conflicts(scan),
@@ -2322,11 +2777,11 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     issue_count = sum(len(items) for items in issues.values()) + int(state["exists"]
                                                                       and not state["valid"])
     health: Dict[str, Any] = {
-        "totalPages": len(scan.pages),
-        "totalDailyLogs": len(scan.daily),
-        "deprecatedPages": len(deprecated),
-        "deprecatedSlugs": deprecated,
-        "indexTopics": len(rows),
+        "totalPages": facts["pages"],
+        "totalDailyLogs": facts["daily"],
+        "deprecatedPages": len(facts["deprecated"]),
+        "deprecatedSlugs": facts["deprecated"],
+        "indexTopics": row_facts["topics"],
         # The protocol's index is always generated (the marker says so); whether the local
         # copy exists and is current is `indexRefresh.needsRefresh`.
         "generatedIndex": True,
@@ -2335,10 +2790,10 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         "managedAdapterVersion": MANAGED_ADAPTER_VERSION,
         "codexAdapterVersion": MANAGED_ADAPTER_VERSION,
         "initialized": scan.marker_valid,
-        "legacyVaultDetected": legacy_vault_detected(scan),
+        "legacyVaultDetected": legacy_vault_detected(scan, facts),
         **issues,
-        "todayEntries": today_entries(scan),
-        "scaleAlert": len(scan.pages) > SCALE_ALERT_PAGES,
+        "todayEntries": today_entries(facts["days"]),
+        "scaleAlert": facts["pages"] > SCALE_ALERT_PAGES,
         "integrity": "healthy" if issue_count == 0 else "attention",
         "issueCount": issue_count,
         "stateFile": state,
@@ -2564,6 +3019,7 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
     # Read-only (spec 12.5): the cache is used, never written.
     cache = FileCache(ctx.workspace)
+    cache.defer = True  # health needs no document of a file the cache's summary covers
     report = inspect_report(scan_workspace(ctx.workspace, cache=cache))
     if args.format == "card":
         return status_card(report, ctx.call)
@@ -3099,8 +3555,19 @@ def prepare_page_text(item: object) -> Tuple[str, str]:
     return filename, content
 
 
-def prospective_pages(pages: Sequence[Document], overrides: Dict[str, str]) -> List[PageEntry]:
-    """The page set as it will be once `overrides` (filename -> text) are written."""
+def prospective_pages(pages: Sequence[Document], overrides: Dict[str, str],
+                      ) -> Sequence[PageEntry]:
+    """The page set as it will be once `overrides` (filename -> text) are written: from a
+    `PageTable`, an `IndexTable` whenever that page set makes an index."""
+    if isinstance(pages, PageTable):
+        table = pages.prospective(overrides)
+        pages.prospect = table
+        if table is not None:
+            return table
+    return _entries(pages, overrides)
+
+
+def _entries(pages: Sequence[Document], overrides: Dict[str, str]) -> List[PageEntry]:
     entries: List[PageEntry] = [(document.name, document.meta, document.page_problems)
                                 for document in pages if document.name not in overrides]
     for name, text in overrides.items():
@@ -3151,9 +3618,9 @@ def page_stats(entries: Sequence[PageEntry], daily_count: int) -> Dict[str, int]
         "totalPages": len(entries),
         "totalDailyLogs": daily_count,
         # `meta.deprecated and meta.valid`, spelt out: this runs for every page of every writer.
-        "deprecatedPages": sum(1 for _name, meta, _problems in entries
-                               if meta is not None and meta.status == "deprecated"
-                               and not meta.problems),
+        "deprecatedPages": len(entries.deprecated) if isinstance(entries, IndexTable) else sum(
+            1 for _name, meta, _problems in entries
+            if meta is not None and meta.status == "deprecated" and not meta.problems),
     }
 
 
@@ -4408,7 +4875,7 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
         ctx.cache = open_cache(ctx.workspace, writer=cache != "read", rebuild=rebuild)
         ctx.cache.keep_migratable = install
         yield changes
-        ctx.cache.save()
+        ctx.cache.save(changes)
 
 
 def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:
@@ -4512,7 +4979,7 @@ def plan_adapters(changes: ChangeSet, runtime_updated: bool,
 def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[str, Any], str]:
     """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
     VaultError, and since nothing is written before `commit`, the old index stays."""
-    rendered = build_index(entries)
+    rendered = entries.render() if isinstance(entries, IndexTable) else build_index(entries)
     changes.pages = len(entries)
     rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
@@ -4539,13 +5006,14 @@ def check_page_target(workspace: Path, filename: str, expected: object,
     """(name on disk, whether it exists) of the page `filename` (NFC). A page stored under
     another Unicode normalisation of the same name is that page; an existing page needs its
     current hash (spec 11.3)."""
-    for document in pages:
-        if stem_identity(document.name) != stem_identity(filename):
-            continue
-        if nfc(document.name) != filename:
-            raise VaultError(f"{filename} collides with the existing page {document.name} (page "
+    identity = stem_identity(filename)
+    names = ([name] if (name := pages.colliding(filename)) else []) if isinstance(
+        pages, PageTable) else [d.name for d in pages if stem_identity(d.name) == identity]
+    for name in names:
+        if nfc(name) != filename:
+            raise VaultError(f"{filename} collides with the existing page {name} (page "
                              "names are compared case-insensitively); use that name.")
-        filename = document.name
+        filename = name
     path = managed_path(workspace, f"{VAULT_DIR}/pages/{filename}")
     if not os.path.lexists(path):
         return filename, False

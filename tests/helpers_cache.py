@@ -95,6 +95,14 @@ def writer_agrees(repo: Path, scratch: Path, *args: str, payload: Optional[Any] 
     return ours
 
 
+def rewrite_keeping_stat(path: Path, data: bytes) -> None:
+    """Write `data` (as long as what is there) and put the old mtime back: only ctime tells."""
+    before = os.stat(path)
+    assert len(data) == before.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 def _read(path: Path) -> Optional[bytes]:
     return path.read_bytes() if path.is_file() else None
 

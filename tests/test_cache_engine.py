@@ -72,7 +72,7 @@ def test_status_uses_the_cache_reads_only_what_changed_and_never_writes(repo: Pa
     # Every page and daily file comes from the cache; the index and AGENT_PROTOCOL.md are read,
     # and so is the page written after `init`.
     assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
-                      "reusedEntries": 3, "readFiles": 3}
+                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False}
     (repo / CACHE).unlink()
     before = snapshot(repo)
     assert status(repo)["cache"]["state"] == "missing"
@@ -98,7 +98,8 @@ def test_writers_refresh_the_cache_under_the_lock(repo: Path) -> None:
     assert sorted(files) == ["EchoesVault/daily/2026-01-01/20260101T000000000000Z-session-a-"
                              "0000000a.md", "EchoesVault/pages/alpha.md",
                              "EchoesVault/pages/beta.md"]
-    assert files["EchoesVault/pages/beta.md"][6][:3] == ["note", "deprecated", "Beta."]
+    assert json.loads(files["EchoesVault/pages/beta.md"][4])[2][:3] == ["note", "deprecated",
+                                                                        "Beta."]
     assert not (repo / ".echoes-vault/lock").exists()
 
 
@@ -151,7 +152,7 @@ def _wrong_types(repo: Path) -> None:
     claims the deprecated page is valid with a summary that is a number."""
     record = cache_record(repo)
     entry = record["files"]["EchoesVault/pages/beta.md"]
-    entry[6] = ["note", "active", 42, 1, 6, 5, []]
+    entry[4] = json.dumps([None, None, ["note", "active", 42, 1, 6, 5, []]])
     (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
 
 
@@ -273,8 +274,8 @@ def test_gates_never_read_the_cache(repo: Path) -> None:
     info = os.stat(repo / PAGES / "broken.md")
     record["stamp"] = max(info.st_mtime_ns, info.st_ctime_ns) + 1
     record["files"]["EchoesVault/pages/broken.md"] = [
-        info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, None, None,
-        ["note", "active", "Forged.", 1, 3, 2, None]]
+        info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
+        json.dumps([None, None, ["note", "active", "Forged.", 1, 3, 2, None]])]
     (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
     # The protocol commands trust an entry that matches (a local file, like Git's index)...
     assert status(repo)["health"]["invalidFrontmatter"] == []

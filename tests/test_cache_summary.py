@@ -1,0 +1,240 @@
+"""The cache's summary (issue 13): when every entry still matches its file and no other vault
+Markdown file was read, `status` and `inspect` take the summary of what the engine derived from the
+files instead of rebuilding a document per file; any change outside the engine (even a same-size
+rewrite that keeps the mtime) makes them derive everything from the files again, with the same
+output as without a cache."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import pytest
+from conftest import git
+from helpers_cache import (
+    CACHE,
+    cache_record,
+    command,
+    read_only_agree,
+    rewrite_keeping_stat,
+    upsert_payload,
+    without_cache,
+    writer_agrees,
+)
+from helpers_writer import init_vault, ok, page, runtime
+
+from echoes_lint import engine
+
+PAGES = Path("EchoesVault/pages")
+CONFLICT = "<<<<<<< HEAD\na\n=======\nb\n>>>>>>> topic\n"
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Path:
+    """A committed vault (a deprecated page, today's daily entry, a raw note with conflict
+    markers) whose files are older than any writer's lock, with the cache `rebuild-index`
+    wrote: every file has its entry, and the cache its summary."""
+    pages = git_repo / PAGES
+    pages.mkdir(parents=True)
+    (pages / "alpha.md").write_text(page("Alpha."), encoding="utf-8")
+    (pages / "beta.md").write_text(page("Beta.", "deprecated"), encoding="utf-8")
+    (pages / "Gamma.md").write_text(page("Gamma."), encoding="utf-8")
+    today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    daily = git_repo / "EchoesVault/daily" / today
+    daily.mkdir(parents=True)
+    (daily / f"{today.replace('-', '')}T000000000000Z-session-a-0000000a.md").write_text(
+        "### Session — then\n\nDone.\n### Session — later\n\nMore.\n", encoding="utf-8")
+    raw = git_repo / "EchoesVault/raw"
+    raw.mkdir(parents=True)
+    (raw / "note.md").write_text(CONFLICT, encoding="utf-8")
+    init_vault(git_repo)
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "vault")
+    past = time.time() - 100
+    for folder, _dirs, files in os.walk(git_repo / "EchoesVault"):
+        for name in files:
+            os.utime(Path(folder) / name, (past, past))
+    ok(runtime(git_repo, "rebuild-index"))
+    return git_repo
+
+
+def test_status_and_inspect_take_the_summary_when_nothing_changed(repo: Path) -> None:
+    summary = cache_record(repo)["summary"]
+    assert summary["pages"] == 3 and summary["daily"] == 1
+    assert summary["deprecated"] == ["beta"] and summary["conflicts"] == ["raw/note.md"]
+    report = read_only_agree(repo, card=True)
+    # Five entries matched; only the index and AGENT_PROTOCOL.md, never cached, were read.
+    assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
+                      "reusedEntries": 5, "readFiles": 2, "summaryUsed": True}
+    assert command(repo, "inspect") == without_cache(repo, "inspect")
+    health = ok(runtime(repo, "status"))["health"]
+    assert (health["todayEntries"], health["conflictMarkers"]) == (2, ["raw/note.md"])
+
+
+def _same_size_flip(repo: Path) -> None:
+    """One page, as many bytes, the same mtime (the same second): only its ctime tells."""
+    path = repo / PAGES / "alpha.md"
+    rewrite_keeping_stat(path, path.read_bytes().replace(b"summary:", b"summarx:"))
+
+
+def _same_size_daily(repo: Path) -> None:
+    path = next((repo / "EchoesVault/daily").rglob("*.md"))
+    rewrite_keeping_stat(path, path.read_bytes().replace(b"### Session", b"xxx Session", 1))
+
+
+def _new_page(repo: Path) -> None:
+    (repo / PAGES / "delta.md").write_text(page("Delta."), encoding="utf-8")
+
+
+def _deleted_page(repo: Path) -> None:
+    (repo / PAGES / "Gamma.md").unlink()
+
+
+def _renamed_page(repo: Path) -> None:
+    os.rename(repo / PAGES / "Gamma.md", repo / PAGES / "gamma-renamed.md")
+
+
+def _new_raw_note(repo: Path) -> None:
+    (repo / "EchoesVault/raw/other.md").write_text(CONFLICT, encoding="utf-8")
+
+
+def _stale_index(repo: Path) -> None:
+    """Not a file the cache describes: the summary stands, its index rows no longer apply."""
+    index = repo / "EchoesVault/index.md"
+    index.write_text(index.read_text(encoding="utf-8") + "- [[ghost]]: \n- [[alpha]]: Again.\n",
+                     encoding="utf-8")
+
+
+EDITS: Dict[str, Callable[[Path], None]] = {
+    "same-size page": _same_size_flip,
+    "same-size daily": _same_size_daily,
+    "new page": _new_page,
+    "deleted page": _deleted_page,
+    "renamed page": _renamed_page,
+    "new raw note": _new_raw_note,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EDITS))
+def test_a_change_outside_the_engine_is_seen_and_the_summary_set_aside(repo: Path,
+                                                                      kind: str) -> None:
+    before = ok(runtime(repo, "status"))
+    EDITS[kind](repo)
+    report = read_only_agree(repo, card=True)
+    assert report["state"] == "valid" and not report["summaryUsed"]
+    after = ok(runtime(repo, "status"))
+    assert after["health"] != before["health"]
+    if kind == "same-size page":
+        return  # the page is invalid now: no writer runs
+    # The next writer that reads every file leaves a summary of the vault as it is now.
+    _age(repo)
+    ok(runtime(repo, "rebuild-index"))
+    assert read_only_agree(repo)["summaryUsed"]
+
+
+def _age(repo: Path) -> None:
+    past = time.time() - 50
+    for folder, _dirs, files in os.walk(repo / "EchoesVault"):
+        for name in files:
+            if name != "index.md":
+                os.utime(Path(folder) / name, (past, past))
+
+
+def test_an_index_edited_by_hand_is_judged_from_its_own_rows(repo: Path) -> None:
+    _stale_index(repo)
+    report = read_only_agree(repo, card=True)
+    assert report["summaryUsed"]  # the pages did not change: only the index rows are parsed
+    health = ok(runtime(repo, "status"))["health"]
+    assert health["indexOutOfDate"] == ["index.md"]
+    assert health["duplicateIndexEntries"] == ["alpha"]
+    assert health["emptyDescriptions"] == ["ghost"] and health["missingPages"] == ["ghost"]
+
+
+def _summary(repo: Path, change: Callable[[Dict[str, Any]], None]) -> None:
+    record = cache_record(repo)
+    change(record["summary"])
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
+@pytest.mark.parametrize("change", [
+    lambda summary: summary.update(pages="three"),
+    lambda summary: summary.pop("rows"),
+    lambda summary: summary.update(deprecated=[1]),
+    lambda summary: summary["days"].update(x="2"),
+    lambda summary: summary["rows"].update(orphans=None),
+], ids=["count", "missing key", "stem", "day", "rows"])
+def test_a_malformed_summary_makes_the_whole_cache_ignored(repo: Path,
+                                                           change: Callable[[Dict[str, Any]],
+                                                                            None]) -> None:
+    _summary(repo, change)
+    report = read_only_agree(repo, card=True)
+    assert report["state"] == "ignored" and report["reason"] == "its summary is malformed"
+    assert report["reusedEntries"] == 0 and not report["summaryUsed"]
+
+
+def test_a_summary_that_counts_other_files_is_not_taken(repo: Path) -> None:
+    """A summary stands only for as many pages and daily files as the entries that matched."""
+    _summary(repo, lambda summary: summary.update(pages=4, deprecated=[]))
+    report = read_only_agree(repo)
+    assert report["state"] == "valid" and not report["summaryUsed"]
+    assert report["reusedEntries"] == 5
+
+
+def test_writers_keep_the_summary_for_the_next_command(repo: Path, tmp_path: Path) -> None:
+    """A writer whose walk took the summary (no document per page) splices its pages into the
+    index, records the files it wrote and brings the summary up to date: each output and index
+    equals a run without a cache, and the next `status` takes the summary again."""
+    end = {"dailySummary": "- Done.", "pages": [upsert_payload(repo, "beta.md", "Beta again.")]}
+    steps = [
+        ("upsert", None, upsert_payload(repo, "delta.md", "Delta.")),
+        ("upsert", None, upsert_payload(repo, "alpha.md", "Alpha, now deprecated.",
+                                        "deprecated")),
+        ("append", None, {"entry": "- A fact."}),
+        ("end", "--confirm-explicit-user-end", end),
+        ("start", None, None),
+        ("upsert", None, upsert_payload(repo, "Straße.md", "Eszett.")),
+    ]
+    for number, (name, flag, payload) in enumerate(steps):
+        args = [name, *([flag] if flag else []), *(["--payload", "-"] if payload else [])]
+        if name == "end":  # its page hash is the page's as the previous steps left it
+            payload = {**end, "pages": [upsert_payload(repo, "beta.md", "Beta again.")]}
+        writer_agrees(repo, tmp_path / f"scratch-{number}", *args, payload=payload)
+        report = read_only_agree(repo)
+        assert report["summaryUsed"], (name, report)
+    assert cache_record(repo)["summary"]["deprecated"] == ["alpha"]
+
+
+def test_a_writer_whose_index_was_edited_derives_from_the_files(repo: Path,
+                                                                tmp_path: Path) -> None:
+    _stale_index(repo)
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+    read_only_agree(repo)
+
+
+def test_a_writer_refuses_a_colliding_name_as_without_the_summary(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    for name in ("ALPHA.md", "gamma.md", "BETA.md"):
+        outcome = writer_agrees(repo, tmp_path / f"scratch-{name}", "upsert", "--payload", "-",
+                                payload=upsert_payload(repo, name, "Other."))
+        assert outcome[0] == 2 and "collides" in outcome[1]["error"], outcome
+
+
+@pytest.mark.parametrize("names", [
+    ["alpha.md", "beta.md"],
+    ["a]b.md", "c.md"],
+    ["x[[y.md", "Straße.md", "\u212a.md"],
+])
+def test_the_rows_of_a_table_are_the_rows_a_full_parse_finds(names: List[str]) -> None:
+    metas = [engine.parse_frontmatter(page(f"Summary [[{n}]] {n}", status)) for n, status in
+             zip(names, ["active", "deprecated", "active"])]
+    entries = sorted(zip(names, metas), key=lambda entry: engine.page_sort_key(entry[0]))
+    rendered = engine.render_index(entries)
+    table = engine.IndexTable([n for n, _m in entries], [engine.index_row(n, m) for n, m in entries],
+                              [], lambda: [])
+    assert table.render() == rendered
+    assert engine.table_row_facts(table, rendered) == engine.index_row_facts(rendered, names)
