@@ -37,7 +37,7 @@ from echoes_lint.config import (
 )
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
-from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context
+from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links
 from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
@@ -76,8 +76,14 @@ class CheckResult:
             return sources
         for document in self.scan.documents():
             path = printable(self.prefix + document.path)
-            if document.text is not None and path in wanted:
-                sources[path] = [printable(line, keep="\t") for line in document.text.split("\n")]
+            if path not in wanted:
+                continue
+            text = document.text
+            if text is None and document.problem is None:
+                # A page read without a problem whose text the whole-vault scan let go.
+                text = engine.read_document(self.scan.workspace, document.path, False).text
+            if text is not None:
+                sources[path] = [printable(line, keep="\t") for line in text.split("\n")]
         return sources
 
 
@@ -324,8 +330,9 @@ def _resolve_paths(workspace: Path, root: Path,
 # --- building the context -------------------------------------------------------------------
 
 
-def _whole_context(root: Path, prefix: str, git: bool) -> Context:
-    scan = engine.scan_workspace(root, git=git)
+def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Context:
+    reader = _GateReader(root) if lean else None
+    scan = engine.scan_workspace(root, git=git, cache=reader)
     if git and (scan.git.error or not scan.git.available):
         raise _git_problem(root, scan.git.error)
     available = scan.git.available
@@ -335,8 +342,61 @@ def _whole_context(root: Path, prefix: str, git: bool) -> Context:
     gitlinks = frozenset(path for path in index.difference(scan.files)
                          if path.startswith(VAULT + "/") and os.path.isdir(root / path)
                          and not os.path.islink(root / path))
+    if reader is not None and reader.dropped and gitlinks & _PAGE_FOLDERS:
+        # The pages are a submodule's, so links to them are broken after all: read again,
+        # keeping every text.
+        return _whole_context(root, prefix, git, lean=False)
     return Context(scan, prefix, available, index, None, lambda: _staged_changes(root),
                    gitlinks=gitlinks)
+
+
+_PAGE_FOLDERS = frozenset({VAULT, f"{VAULT}/pages"})
+
+
+class _GateReader(engine.FileCache):
+    """How the whole-vault scan of a gate reads each vault file: always from the disk (it is
+    opened without reading the local cache, which in a gate is hostile input), keeping a
+    page's text only when a rule or the report may need it. Most pages need none once they are
+    parsed, and at 100,000 pages their text is a third of the memory.
+
+    A page needs its text when it has conflict markers, a NUL, a suppression comment,
+    frontmatter problems or notes, is deprecated (EV080 reads its body), or has a link not
+    known to resolve to a file in `pages/` (listed once, before the first page is read: the
+    walk files every regular file and link there). `CheckResult.sources` reads a page again
+    for the report's source lines."""
+
+    def __init__(self, workspace: Path) -> None:
+        super().__init__(workspace)
+        self.opened = True  # nothing to read: the scan must not open it
+        self.dropped = False
+        self._resolves: Optional[Callable[[str], bool]] = None
+
+    def load(self, entry: os.DirEntry[str], relative: str, kind: str,
+             limit: int = engine.MAX_TEXT_BYTES) -> tuple[engine.Document, Optional[os.stat_result]]:
+        document, info = engine._load_document(entry.path, relative, kind == "page", limit)
+        if kind == "page" and document.text is not None and not self._needs_text(document):
+            document.text = None
+            self.dropped = True
+        return document, info
+
+    def _needs_text(self, document: engine.Document) -> bool:
+        text, meta = document.text or "", document.meta
+        if (meta is None or meta.problems or meta.notes or meta.deprecated or document.markers
+                or "\0" in text or SUPPRESSION in text):
+            return True
+        if self._resolves is None:
+            self._resolves = links.page_resolver(_page_files(self.workspace / VAULT / "pages"))
+        return not links.settled(text, self._resolves)
+
+
+def _page_files(folder: Path) -> frozenset[str]:
+    """The names of the regular files and symbolic links in `folder`."""
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(entry.name for entry in entries
+                             if entry.is_symlink() or entry.is_file(follow_symlinks=False))
+    except OSError:
+        return frozenset()
 
 
 def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,

@@ -3,17 +3,27 @@
 - A plain page is decided without the general frontmatter parser, with the same `PageMeta`
   (fields, lines, columns, decision) the general parser gives, over generated pages that mix
   plain blocks with every kind of damage.
+- The whole-vault scan of a gate lets go of the text of pages no rule needs, and its findings
+  and reports (source lines included) are byte for byte those of a scan that keeps every text,
+  over vaults with every reason to keep one (and a pages folder that is a submodule's).
 """
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 
+import pytest
+from conftest import git
+from helpers_check import PAGES, commit, page, vault_repo, write
 from helpers_parity import KEY_LINES, random_page
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echoes_lint import engine
+from echoes_lint import checker, engine
+from echoes_lint.check import render_result
+from echoes_lint.checker import run_checks
 
 PLAIN = ("type: note", "stack: [python]", "status: active", "summary: A page.")
 
@@ -58,3 +68,91 @@ def test_the_common_page_takes_the_plain_path() -> None:
     assert meta is not None and meta == engine._parse_frontmatter(text)
     assert (meta.type, meta.status, meta.summary, meta.close_line) == (
         "note", "active", "A page.", 7)
+
+
+# Page bodies, each with a reason for a rule to read the page's text, or none.
+_BODIES = {
+    "plain": "# Plain\n\nSee [[home]], [[home#top]], [[#self]], [[home|alias]], [[via-link]].\n",
+    "broken": "# Broken\n\nSee [[nowhere]] and [[home]].\n",
+    "code": "# Code\n\n```\n[[nowhere]]\n```\n\nand `[[gone]]`, but [[home]].\n",
+    "daily-link": "# Daily\n\n[[2026-01-02]] and [[daily/2026-01-02/entry]].\n",
+    "asset": "# Asset\n\n![[diagram.png]] and ![[missing.png]]\n",
+    "suppressed": "<!-- echoes-lint-disable-next-line EV050 -->\n[[nowhere]]\n",
+    "nul": "# Nul\n\nbinary\0here\n",
+    "bare": "# Bare\n=======\n\ntext\n",
+    "folded": "# Folded\n\n[[Home]] and [[pages/home]].\n",
+}
+
+
+def _rich_vault(repo: Path, rng: random.Random) -> None:
+    """Pages with every body above, some deprecated or with frontmatter notes, a name a rule
+    flags, a link in pages/, a daily entry and an asset; part committed, part not."""
+    kinds = [*_BODIES, *rng.choices(sorted(_BODIES), k=rng.randrange(6))]
+    for number, kind in enumerate(kinds):
+        extra = rng.choice(({}, {}, {"status": "deprecated"}, {"type": "'note"}))
+        name = rng.choice((f"p{number}-{kind}.md", f"P{number} {kind}.md", f"con{number}.md"))
+        write(repo, f"{PAGES}/{name}", page(_BODIES[kind], **extra))
+    write(repo, "EchoesVault/daily/2026-01-02/entry.md", "### Session — x\n\n[[home]] [[lost]]\n")
+    write(repo, "EchoesVault/daily/2026-01-02.md", "legacy\n")
+    write(repo, "EchoesVault/assets/diagram.png", "png")
+    os.symlink("home.md", repo / PAGES / "via-link.md")
+    write(repo, f"{PAGES}/CON.md", page())
+    write(repo, f"{PAGES}/old.md", page(status="deprecated"))
+    if rng.random() < 0.5:
+        commit(repo, "pages")
+
+
+def _reports(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    """The full and JSON reports of a lean check, then of one that keeps every text."""
+    lean = run_checks(repo)
+    reports = [render_result(lean, form) for form in ("full", "json")]
+    with monkeypatch.context() as patch:
+        patch.setattr(checker._GateReader, "_needs_text", lambda _self, _document: True)
+        kept = run_checks(repo)
+    assert all(document.text is not None for document in kept.scan.pages
+               if document.problem is None)
+    return reports, [render_result(kept, form) for form in ("full", "json")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_lean_scan_reports_what_a_scan_keeping_every_text_reports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    _rich_vault(repo, random.Random(seed))
+    lean, kept = _reports(repo, monkeypatch)
+    assert lean == kept
+    assert "EV050" in lean[0] and "EV080" in lean[0]
+
+
+def test_a_lean_scan_keeps_only_the_texts_a_rule_needs(tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    for kind, body in _BODIES.items():
+        write(repo, f"{PAGES}/{kind}.md", page(body))
+    write(repo, f"{PAGES}/old.md", page(status="deprecated"))
+    write(repo, f"{PAGES}/quoted.md", page(type="'note"))
+    write(repo, f"{PAGES}/CON.md", page("# A name Windows refuses\n"))
+    os.symlink("home.md", repo / PAGES / "via-link.md")
+    result = run_checks(repo)
+    kept = {document.name for document in result.scan.pages if document.text is not None}
+    assert kept == {"broken.md", "code.md", "daily-link.md", "asset.md", "suppressed.md",
+                    "nul.md", "bare.md", "folded.md", "old.md", "quoted.md"}
+    # A page whose text was let go still shows its source line under its finding.
+    report = render_result(result, "full")
+    assert "EchoesVault/pages/CON.md:1:1: EV031" in report
+    con = report.split("EchoesVault/pages/CON.md:1:1: EV031", 1)[1]
+    assert "1 | ---" in con.split("\n\n", 1)[0]
+
+
+def test_pages_of_a_submodule_are_read_again_with_their_text(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Links into a submodule's pages are broken (its files are another repository's), which
+    no walk of the disk can tell before Git answers."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/second.md", page("[[home]]\n"))
+    commit(repo, "pages")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "rm", "-r", "-q", "--cached", PAGES)
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},{PAGES}")
+    lean, kept = _reports(repo, monkeypatch)
+    assert lean == kept
+    assert "[[home]]` points to no page" in lean[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Optional
+from typing import Callable, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
@@ -152,6 +152,29 @@ def _target(inner: str) -> str:
     target = inner.split("|", 1)[0]
     target = target[:-1] if target.endswith("\\") else target
     return target.split("#", 1)[0].strip()
+
+
+def settled(text: str, resolves: Callable[[str], bool]) -> bool:
+    """Whether no link of `text` can be broken: every `[[...]]` in it, in code or not, resolves
+    (by `resolves`, which may know fewer files than the check: then it only says no more often).
+    The whole-vault scan of a gate then lets the page's text go."""
+    return "[[" not in text or all(resolves(inner) for inner in set(_LINK.findall(text)))
+
+
+def page_resolver(pages: frozenset[str]) -> Callable[[str], bool]:
+    """Whether a link resolves to one of `pages` (names of files in `pages/` that the vault is
+    known to hold), or into its own page; memoised, as a vault repeats its links."""
+    verdicts: dict[str, bool] = {}
+
+    def resolves(inner: str) -> bool:
+        verdict = verdicts.get(inner)
+        if verdict is None:
+            target = _target(inner)
+            verdict = verdicts[inner] = not target or (
+                "/" not in target and (target in pages or f"{target}.md" in pages))
+        return verdict
+
+    return resolves
 
 
 def check(ctx: Context) -> Iterator[Yielded]:
