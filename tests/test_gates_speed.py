@@ -77,7 +77,7 @@ _BODIES = {
     "code": "# Code\n\n```\n[[nowhere]]\n```\n\nand `[[gone]]`, but [[home]].\n",
     "daily-link": "# Daily\n\n[[2026-01-02]] and [[daily/2026-01-02/entry]].\n",
     "asset": "# Asset\n\n![[diagram.png]] and ![[missing.png]]\n",
-    "suppressed": "<!-- echoes-lint-disable-next-line EV050 -->\n[[nowhere]]\n",
+    "suppressed": "<!-- echoes-lint-disable-next-line EV050 -->\n[[home]]\n",
     "nul": "# Nul\n\nbinary\0here\n",
     "bare": "# Bare\n=======\n\ntext\n",
     "folded": "# Folded\n\n[[Home]] and [[pages/home]].\n",
