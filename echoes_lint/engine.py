@@ -619,6 +619,8 @@ def decode_summary(value: str, slug: Optional[str] = None,
     if "\n" in candidate or "\r" in candidate:
         return None, ("summary-invalid", "`summary` must fit on one line")
     summary = normalize_summary(candidate)
+    if summary == candidate:
+        summary = candidate  # the page's own string: a scan holds one summary per page, not two
     if not summary:
         return None, ("frontmatter-empty-value", "`summary` must not be empty")
     if len(summary) > SUMMARY_MAX_LENGTH:
@@ -724,6 +726,7 @@ def _plain_page(trimmed: str) -> Optional[PageMeta]:
         raw = inline.strip()
         if not raw or key in fields:
             return None
+        key = sys.intern(key)  # one string per key name, not one per page
         fields[key] = _new_field((key, number, len(key) + len(blanks) + 2, raw))
     if not fields.keys() >= _REQUIRED_KEYS:
         return None
@@ -738,7 +741,7 @@ def _plain_page(trimmed: str) -> Optional[PageMeta]:
     value, error = decode_summary(summary)
     if error is not None:
         return None
-    return PageMeta(fields, (), 1, closing + 1, type=kind, status=status.casefold(),
+    return PageMeta(fields, (), 1, closing + 1, type=kind, status=sys.intern(status.casefold()),
                     summary=value, close_index=closing)
 
 
