@@ -356,8 +356,8 @@ _PAGE_FOLDERS = frozenset({VAULT, f"{VAULT}/pages"})
 class _GateReader(engine.FileCache):
     """How the whole-vault scan of a gate reads each vault file: always from the disk (it is
     opened without reading the local cache, which in a gate is hostile input), keeping a
-    page's text only when a rule or the report may need it. Most pages need none once they are
-    parsed, and at 100,000 pages their text is a third of the memory.
+    page's text (and its frontmatter fields) only when a rule or the report may need it. Most
+    pages need neither once they are parsed, and at 100,000 pages they are half the memory.
 
     A page needs its text when it has conflict markers, a NUL, a suppression comment,
     frontmatter problems or notes, is deprecated (EV080 reads its body), or has a link not
@@ -377,6 +377,10 @@ class _GateReader(engine.FileCache):
         if kind == "page" and document.text is not None and not self._needs_text(document):
             document.text = None
             self.dropped = True
+            # Only a page's problems need its fields (an edit for EV014): without them, the
+            # page holds what a page from the engine's local cache holds.
+            if document.meta is not None:
+                document.meta.fields = {}
         return document, info
 
     def _needs_text(self, document: engine.Document) -> bool:

@@ -741,8 +741,9 @@ def _plain_page(trimmed: str) -> Optional[PageMeta]:
     value, error = decode_summary(summary)
     if error is not None:
         return None
-    return PageMeta(fields, (), 1, closing + 1, type=kind, status=sys.intern(status.casefold()),
-                    summary=value, close_index=closing)
+    # A vault has a few types and statuses: one string each, not one per page.
+    return PageMeta(fields, (), 1, closing + 1, type=sys.intern(kind),
+                    status=sys.intern(status.casefold()), summary=value, close_index=closing)
 
 
 def _parse_frontmatter(text: str) -> PageMeta:
