@@ -104,11 +104,14 @@ def _rich_vault(repo: Path, rng: random.Random) -> None:
 
 
 def _reports(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
-    """The full and JSON reports of a lean check, then of one that keeps every text."""
+    """The full and JSON reports of a lean check, then of one that keeps every text (the scan
+    without the gate's reader)."""
     lean = run_checks(repo)
     reports = [render_result(lean, form) for form in ("full", "json")]
-    with monkeypatch.context() as patch:
-        patch.setattr(checker._GateReader, "_needs_text", lambda _self, _document: True)
+    whole = checker._whole_context
+    with monkeypatch.context() as patch:  # the engine's own scan, as the gates had it before
+        patch.setattr(checker, "_whole_context",
+                      lambda root, prefix, git: whole(root, prefix, git, lean=False))
         kept = run_checks(repo)
     assert all(document.text is not None for document in kept.scan.pages
                if document.problem is None)
