@@ -369,7 +369,7 @@ class _GateReader(engine.FileCache):
         super().__init__(workspace)
         self.opened = True  # nothing to read: the scan must not open it
         self.dropped = False
-        self._resolves: Optional[Callable[[str], bool]] = None
+        self._links: Optional[links.PageLinks] = None
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = engine.MAX_TEXT_BYTES) -> tuple[engine.Document, Optional[os.stat_result]]:
@@ -388,9 +388,9 @@ class _GateReader(engine.FileCache):
         if (meta is None or meta.problems or meta.notes or meta.deprecated or document.markers
                 or "\0" in text or SUPPRESSION in text):
             return True
-        if self._resolves is None:
-            self._resolves = links.page_resolver(_page_files(self.workspace / VAULT / "pages"))
-        return not links.settled(text, self._resolves)
+        if self._links is None:
+            self._links = links.PageLinks(_page_files(self.workspace / VAULT / "pages"))
+        return not self._links.settled(text)
 
 
 def _page_files(folder: Path) -> frozenset[str]:

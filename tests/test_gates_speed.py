@@ -6,6 +6,8 @@
 - The whole-vault scan of a gate lets go of the text of pages no rule needs, and its findings
   and reports (source lines included) are byte for byte those of a scan that keeps every text,
   over vaults with every reason to keep one (and a pages folder that is a submodule's).
+- The name rules search every path at once before they look at each: a search of the joined
+  paths finds something exactly when a search of some path does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from hypothesis import strategies as st
 from echoes_lint import checker, engine
 from echoes_lint.check import render_result
 from echoes_lint.checker import run_checks
+from echoes_lint.rules import names
 
 PLAIN = ("type: note", "stack: [python]", "status: active", "summary: A page.")
 
@@ -160,3 +163,19 @@ def test_pages_of_a_submodule_are_read_again_with_their_text(
     lean, kept = _reports(repo, monkeypatch)
     assert lean == kept
     assert "[[home]]` points to no page" in lean[0]
+
+
+_PATH_PARTS = st.sampled_from(["CON", "con.md", "aux", "COM1", "a", "b.md", "x.", "y ", ".", " ",
+                               "LPT", "nul.txt", "a:b", "pages", "é.md", "\n", "\x01", "?",
+                               "EchoesVault", "page-1.md", "a.b.md", "-_.md", "MD", ".md"])
+_PATHS = st.lists(st.lists(_PATH_PARTS, min_size=1, max_size=4).map("/".join), max_size=6)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(_PATHS)
+def test_names_searched_at_once_are_searched_as_one_by_one(paths: list[str]) -> None:
+    assert (names._SUSPECT.search("/".join(paths)) is None) == all(
+        names._SUSPECT.search(path) is None for path in paths)
+    pages = [f"{names.PAGES_PREFIX}{path.rpartition('/')[2]}" for path in paths]
+    assert (names._PLAIN_PAGES.fullmatch("".join(f"{page}\n" for page in pages)) is not None) \
+        == all(names._PLAIN_PAGE.fullmatch(page.rpartition("/")[2]) for page in pages)

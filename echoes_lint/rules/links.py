@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import Callable, Optional
+from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
@@ -154,27 +154,35 @@ def _target(inner: str) -> str:
     return target.split("#", 1)[0].strip()
 
 
-def settled(text: str, resolves: Callable[[str], bool]) -> bool:
-    """Whether no link of `text` can be broken: every `[[...]]` in it, in code or not, resolves
-    (by `resolves`, which may know fewer files than the check: then it only says no more often).
-    The whole-vault scan of a gate then lets the page's text go."""
-    return "[[" not in text or all(resolves(inner) for inner in set(_LINK.findall(text)))
+class PageLinks:
+    """Which links resolve to one of `pages` (names of files in `pages/` that the vault is known
+    to hold) or into their own page: fewer than the check resolves, never more. Whole-vault
+    gates let go of the text of a page whose every link is one of these."""
 
+    def __init__(self, pages: frozenset[str]) -> None:
+        self.pages = pages
+        self.resolved: set[str] = set()
+        self.unresolved: set[str] = set()
 
-def page_resolver(pages: frozenset[str]) -> Callable[[str], bool]:
-    """Whether a link resolves to one of `pages` (names of files in `pages/` that the vault is
-    known to hold), or into its own page; memoised, as a vault repeats its links."""
-    verdicts: dict[str, bool] = {}
-
-    def resolves(inner: str) -> bool:
-        verdict = verdicts.get(inner)
-        if verdict is None:
+    def settled(self, text: str) -> bool:
+        """Whether no link of `text` can be broken: every `[[...]]` in it, in code or not,
+        resolves. Set operations keep the common page, whose links repeat, out of Python."""
+        if "[[" not in text:
+            return True
+        unknown = set(_LINK.findall(text))
+        unknown.difference_update(self.resolved)
+        if not unknown:
+            return True
+        if not self.unresolved.isdisjoint(unknown):
+            return False
+        for inner in unknown:
             target = _target(inner)
-            verdict = verdicts[inner] = not target or (
-                "/" not in target and (target in pages or f"{target}.md" in pages))
-        return verdict
-
-    return resolves
+            if target and ("/" in target or (target not in self.pages
+                                             and f"{target}.md" not in self.pages)):
+                self.unresolved.add(inner)
+                return False
+            self.resolved.add(inner)
+        return True
 
 
 def check(ctx: Context) -> Iterator[Yielded]:

@@ -96,18 +96,27 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     return None
 
 
+# Page paths that are all plain names (see _PLAIN_PAGE), each followed by a newline.
+_PLAIN_PAGES = re.compile(rf"(?:{re.escape(PAGES_PREFIX)}{_PLAIN_PAGE.pattern}\n)*")
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     for relative in ctx.scan.page_dir_strays:
         stray = _stray(ctx, relative)
         if stray:
             yield stray
-    for document in ctx.scan.pages:
-        page = _page(ctx, document)
-        if page:
-            yield page
-    # Each offending name once, however many files sit below it.
+    paths = "".join(f"{document.path}\n" for document in ctx.scan.pages)
+    # One match over every page path first: in most vaults no name needs a closer look.
+    if not _PLAIN_PAGES.fullmatch(paths):
+        for document in ctx.scan.pages:
+            page = _page(ctx, document)
+            if page:
+                yield page
+    # Each offending name once, however many files sit below it. A search of all paths at once
+    # finds what a search of each finds: `/` joins them, as it joins the folders of one.
     unsafe: dict[str, str] = {}
-    for relative in ctx.scan.files:
+    suspects = ctx.scan.files if _SUSPECT.search("/".join(ctx.scan.files)) else ()
+    for relative in suspects:
         if not _SUSPECT.search(relative):
             continue
         parts = relative[len(VAULT_PREFIX):].split("/")
@@ -129,6 +138,9 @@ _SHORT_NAME = (engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD) // 4
 
 
 def _too_long(ctx: Context) -> Iterator[Finding]:
+    longest = max((len(document.path) for document in ctx.scan.pages), default=0)
+    if longest <= len(PAGES_PREFIX) + _SHORT_NAME:
+        return
     for document in ctx.scan.pages:
         if len(document.name) <= _SHORT_NAME:
             continue
