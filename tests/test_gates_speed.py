@@ -6,6 +6,7 @@
 - The whole-vault scan of a gate lets go of the text of pages no rule needs, and its findings
   and reports (source lines included) are byte for byte those of a scan that keeps every text,
   over vaults with every reason to keep one (and a pages folder that is a submodule's).
+- A page's links settle early only when the link rule, which knows more files, would flag none.
 - The name rules search every path at once before they look at each: a search of the joined
   paths finds something exactly when a search of some path does.
 """
@@ -26,7 +27,7 @@ from hypothesis import strategies as st
 from echoes_lint import checker, engine
 from echoes_lint.check import render_result
 from echoes_lint.checker import run_checks
-from echoes_lint.rules import names
+from echoes_lint.rules import links, names
 
 PLAIN = ("type: note", "stack: [python]", "status: active", "summary: A page.")
 
@@ -179,3 +180,22 @@ def test_names_searched_at_once_are_searched_as_one_by_one(paths: list[str]) -> 
     pages = [f"{names.PAGES_PREFIX}{path.rpartition('/')[2]}" for path in paths]
     assert (names._PLAIN_PAGES.fullmatch("".join(f"{page}\n" for page in pages)) is not None) \
         == all(names._PLAIN_PAGE.fullmatch(page.rpartition("/")[2]) for page in pages)
+
+
+_INNER = st.lists(st.sampled_from(["a", "b", "a.md", " ", "#", "|", "\\", "/", "x", "\t", ".",
+                                   "B", "pages"]), max_size=4).map("".join)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(_INNER, max_size=6), st.lists(_INNER.map(lambda name: name + ".md") | _INNER,
+                                                max_size=5))
+def test_a_page_whose_links_settle_early_has_no_broken_link(inners: list[str],
+                                                            pages: list[str]) -> None:
+    """What the lean scan lets go of, the link rule (which knows more files) would not flag."""
+    files = frozenset(name for name in pages if name and "/" not in name)
+    text = "".join(f"see [[{inner}]]\n" for inner in inners)
+    if links.PageLinks(files).settled(text):
+        targets = links._Targets(frozenset(f"{links.PAGES_PREFIX}{name}" for name in files))
+        for inner in inners:
+            target = links._target(inner)
+            assert not target or targets.resolves(target)

@@ -154,6 +154,12 @@ def _target(inner: str) -> str:
     return target.split("#", 1)[0].strip()
 
 
+# What makes the target of a link differ from the text between its brackets (see `_target`),
+# or makes it a path; one link a line.
+_UNUSUAL_INNER = re.compile(r"[|#\\/]|^\s|\s$", re.MULTILINE)
+_PAGE_FILE = "{}.md"
+
+
 class PageLinks:
     """Which links resolve to one of `pages` (names of files in `pages/` that the vault is known
     to hold) or into their own page: fewer than the check resolves, never more. Whole-vault
@@ -169,7 +175,13 @@ class PageLinks:
         resolves. Set operations keep the common page, whose links repeat, out of Python."""
         if "[[" not in text:
             return True
-        unknown = set(_LINK.findall(text))
+        inners = _LINK.findall(text)
+        # The common page links pages by their plain stem: then what is between the brackets
+        # is the target, and one lookup in C per link settles it.
+        if (not _UNUSUAL_INNER.search("\n".join(inners))
+                and self.pages.issuperset(map(_PAGE_FILE.format, inners))):
+            return True
+        unknown = set(inners)
         unknown.difference_update(self.resolved)
         if not unknown:
             return True
