@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Optional
 
 from echoes_lint import engine
@@ -96,6 +96,19 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     return None
 
 
+# `_SUSPECT`'s first branch where a `/` starts every name (`_any_suspect`): a literal first.
+_RESERVED_START = re.compile(r"/(?:CON|PRN|AUX|NUL|COM|LPT)", re.IGNORECASE)
+
+
+def _any_suspect(paths: Iterable[str]) -> bool:
+    """Whether `_SUSPECT` may match one of `paths`, by cheap searches of all of them at once:
+    between `/`s, each name starts after a `/` and ends before one, and each of the three
+    branches of `_SUSPECT` has a search that finds whatever it finds."""
+    joined = "/" + "/".join(paths) + "/"
+    return ("./" in joined or " /" in joined or bool(_WINDOWS_FORBIDDEN.search(joined))
+            or bool(_RESERVED_START.search(joined)))
+
+
 # Page paths that are all plain names (see _PLAIN_PAGE), each followed by a newline.
 _PLAIN_PAGES = re.compile(rf"(?:{re.escape(PAGES_PREFIX)}{_PLAIN_PAGE.pattern}\n)*")
 
@@ -112,11 +125,9 @@ def check(ctx: Context) -> Iterator[Finding]:
             page = _page(ctx, document)
             if page:
                 yield page
-    # Each offending name once, however many files sit below it. A search of all paths at once
-    # finds what a search of each finds: `/` joins them, as it joins the folders of one.
+    # Each offending name once, however many files sit below it.
     unsafe: dict[str, str] = {}
-    suspects = ctx.scan.files if _SUSPECT.search("/".join(ctx.scan.files)) else ()
-    for relative in suspects:
+    for relative in ctx.scan.files if _any_suspect(ctx.scan.files) else ():
         if not _SUSPECT.search(relative):
             continue
         parts = relative[len(VAULT_PREFIX):].split("/")
