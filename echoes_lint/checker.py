@@ -83,7 +83,9 @@ class CheckResult:
                 # A page read without a problem whose text the whole-vault scan let go.
                 text = engine.read_document(self.scan.workspace, document.path, False).text
             if text is not None:
-                sources[path] = [printable(line, keep="\t") for line in text.split("\n")]
+                # Escaping works character by character: a whole text escaped with its line
+                # breaks kept splits into the lines escaped one by one.
+                sources[path] = printable(text, keep="\t\n").split("\n")
         return sources
 
 

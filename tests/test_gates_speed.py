@@ -7,6 +7,7 @@
   and reports (source lines included) are byte for byte those of a scan that keeps every text,
   over vaults with every reason to keep one (and a pages folder that is a submodule's).
 - A page's links settle early only when the link rule, which knows more files, would flag none.
+- A report's source lines are escaped a file at a time, as they were a line at a time.
 - The name rules search every path at once before they look at each: the search of the joined
   paths finds something whenever the search of some path does.
 """
@@ -199,3 +200,11 @@ def test_a_page_whose_links_settle_early_has_no_broken_link(inners: list[str],
         for inner in inners:
             target = links._target(inner)
             assert not target or targets.resolves(target)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(alphabet=st.sampled_from(["a", "\n", "\t", "\x1b", "\r", "\u2028", "\x85", "\udcff",
+                                         "é", " "]), max_size=30))
+def test_a_source_escaped_whole_splits_into_lines_escaped_one_by_one(text: str) -> None:
+    assert engine.printable(text, keep="\t\n").split("\n") == [
+        engine.printable(line, keep="\t") for line in text.split("\n")]
