@@ -187,12 +187,14 @@ _INNER = st.lists(st.sampled_from(["a", "b", "a.md", " ", "#", "|", "\\", "/", "
                                    "B", "pages"]), max_size=4).map("".join)
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
-@given(st.lists(_INNER, max_size=6), st.lists(_INNER.map(lambda name: name + ".md") | _INNER,
-                                                max_size=5))
-def test_a_page_whose_links_settle_early_has_no_broken_link(inners: list[str],
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.lists(_INNER, max_size=6), st.integers(0, 6),
+       st.lists(_INNER.map(lambda name: name + ".md") | _INNER, max_size=3))
+def test_a_page_whose_links_settle_early_has_no_broken_link(inners: list[str], named: int,
                                                             pages: list[str]) -> None:
-    """What the lean scan lets go of, the link rule (which knows more files) would not flag."""
+    """What the lean scan lets go of, the link rule (which knows more files) would not flag.
+    Files are often named after the links themselves: the case a shortcut could get wrong."""
+    pages += [f"{inner}.md" for inner in inners[:named]]
     files = frozenset(name for name in pages if name and "/" not in name)
     text = "".join(f"see [[{inner}]]\n" for inner in inners)
     if links.PageLinks(files).settled(text):
