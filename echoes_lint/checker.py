@@ -355,6 +355,13 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Con
 _PAGE_FOLDERS = frozenset({VAULT, f"{VAULT}/pages"})
 
 
+# What the documents of a whole-vault gate scan without markers, and its pages without fields,
+# share: nothing ever adds to either (rules and reports only read documents), and one object
+# instead of one per file is 13 MB less at 100,000 pages.
+_NO_MARKERS: list[tuple[int, str]] = []
+_NO_FIELDS: dict[str, engine.Field] = {}
+
+
 class _GateReader(engine.FileCache):
     """How the whole-vault scan of a gate reads each vault file: always from the disk (it is
     opened without reading the local cache, which in a gate is hostile input), keeping a
@@ -376,13 +383,15 @@ class _GateReader(engine.FileCache):
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = engine.MAX_TEXT_BYTES) -> tuple[engine.Document, Optional[os.stat_result]]:
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
+        if not document.markers:
+            document.markers = _NO_MARKERS
         if kind == "page" and document.text is not None and not self._needs_text(document):
             document.text = None
             self.dropped = True
             # Only a page's problems need its fields (an edit for EV014): without them, the
             # page holds what a page from the engine's local cache holds.
             if document.meta is not None:
-                document.meta.fields = {}
+                document.meta.fields = _NO_FIELDS
         return document, info
 
     def _needs_text(self, document: engine.Document) -> bool:
