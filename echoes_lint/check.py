@@ -120,8 +120,10 @@ def render_result(result: CheckResult, output_format: str, *, color: bool = Fals
     # The reporters are imported only when a report is written.
     from echoes_lint.report import ReportInput, render
 
+    # Only the full format quotes source lines: the others need no file read again.
+    sources = result.sources() if output_format == "full" and not statistics else {}
     text = render(output_format, ReportInput(
-        result.findings, __version__, result.sources(), color=color, statistics=statistics,
+        result.findings, __version__, sources, color=color, statistics=statistics,
         workspace_uri=result.repo_root.as_uri(), fixed=fixed, show_fixes=show_fixes,
     ))
     if output_format in HUMAN_FORMATS:

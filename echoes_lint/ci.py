@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from echoes_lint import __version__, engine
-from echoes_lint.check import Parser, UsageError, add_scope_options, guarded, write_text
+from echoes_lint.check import (
+    Parser,
+    UsageError,
+    add_scope_options,
+    fast_process,
+    guarded,
+    write_text,
+)
 from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.cli import PROG
 from echoes_lint.config import FAIL_ON, load_config, split_codes
@@ -354,6 +361,7 @@ def main(argv: Sequence[str]) -> int:
     # An error may quote the pull request (a configuration key): under Actions it is fenced
     # like the rest of the log, so the legacy `##[command]` form cannot run either.
     actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    fast_process()
     return guarded(lambda: _run(parse_args(argv)), without_commands if actions else None)
 
 

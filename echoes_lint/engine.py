@@ -627,6 +627,8 @@ def decode_summary(value: str, slug: Optional[str] = None,
     if "\n" in candidate or "\r" in candidate:
         return None, ("summary-invalid", "`summary` must fit on one line")
     summary = normalize_summary(candidate)
+    if summary == candidate:
+        summary = candidate  # the page's own string: a scan holds one summary per page, not two
     if not summary:
         return None, ("frontmatter-empty-value", "`summary` must not be empty")
     if len(summary) > SUMMARY_MAX_LENGTH:
@@ -689,6 +691,18 @@ def _head_lines(trimmed: str) -> Tuple[List[str], int]:
     return lines, (lines.index("---", 1) if "---" in lines[1:] else -1)
 
 
+# The frontmatter of the common page in one match: `---` on the first line, unindented
+# `key: value` lines broken by `\n` alone, then `---`. Such a block is split, and its keys read,
+# exactly as `_head_lines` and `_read_keys` would (see `_plain_page`).
+_PLAIN_BLOCK = re.compile(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
+                          r"[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*\n)+)---\n")
+_PLAIN_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
+_REQUIRED_KEYS = frozenset(REQUIRED_FRONTMATTER)
+# A Field from its four values without the Python-level `__new__` of a NamedTuple: four keys
+# of every page of a scan.
+_new_field = functools.partial(tuple.__new__, Field)
+
+
 def parse_frontmatter(text: str) -> PageMeta:
     """Parse a page exactly as protocol engines decide it, with every problem located; beside
     the decision, collect `notes` on what engines accept but other tools may misread.
@@ -696,6 +710,52 @@ def parse_frontmatter(text: str) -> PageMeta:
     Engines trim the page, refuse any conflict-marker line, split it with `str.splitlines`,
     require a first line `---` and a later closing line `---`, then read only unindented lines
     that match `key: value`; everything else in the block is skipped."""
+    if text.startswith("---\n"):
+        # Nothing to trim in front: the common page is decided without the general parser,
+        # which a scan would otherwise run for every page of the vault.
+        plain = _plain_page(text.rstrip() + "\n")
+        if plain is not None:
+            return plain
+    return _parse_frontmatter(text)
+
+
+def _plain_page(trimmed: str) -> Optional[PageMeta]:
+    """The decision on a trimmed page without conflict markers whose block is plain (see
+    `_PLAIN_BLOCK`), holds each key once with a value on its line, and whose required values
+    need no decoding (no quote, bracket or block scalar; a `stack` list closed) and make it
+    valid; None for every other page. It is then `_parse_frontmatter`'s decision exactly: the
+    lines are the block's `\n`-separated lines, numbered from 1 at column 1, every one matches
+    `_KEY_LINE` with the same key and value, and no rule that adds a problem or a note applies."""
+    block = _PLAIN_BLOCK.match(trimmed)
+    if block is None or protocol_marker_offset(trimmed) >= 0:
+        return None
+    fields: Dict[str, Field] = {}
+    for number, (key, blanks, inline) in enumerate(_PLAIN_FIELD.findall(block.group(1)), 2):
+        raw = inline.strip()
+        if not raw or key in fields:
+            return None
+        key = sys.intern(key)  # one string per key name, not one per page
+        fields[key] = _new_field((key, number, len(key) + len(blanks) + 2, raw))
+    if not fields.keys() >= _REQUIRED_KEYS:
+        return None
+    closing = len(fields) + 1
+    stack = fields["stack"].raw
+    if stack[0] in "[{" and stack[-1] != ("]" if stack[0] == "[" else "}"):
+        return None
+    kind, status, summary = fields["type"].raw, fields["status"].raw, fields["summary"].raw
+    if (kind[0] in "\"'[{|>" or status[0] in "\"'[{|>" or summary[0] in "\"'[{|>"
+            or summary.startswith("- [[")):
+        return None
+    value, error = decode_summary(summary)
+    if error is not None:
+        return None
+    # A vault has a few types and statuses: one string each, not one per page.
+    return PageMeta(fields, (), 1, closing + 1, type=sys.intern(kind),
+                    status=sys.intern(status.casefold()), summary=value, close_index=closing)
+
+
+def _parse_frontmatter(text: str) -> PageMeta:
+    """`parse_frontmatter` for any page."""
     trimmed = text.strip() + "\n"
     where = _Lines(text, trimmed)
     problems: List[Problem] = []

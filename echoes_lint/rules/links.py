@@ -154,6 +154,50 @@ def _target(inner: str) -> str:
     return target.split("#", 1)[0].strip()
 
 
+# What can make the target of a link differ from the text between its brackets (see
+# `_target`: an alias, a heading, a trailing backslash, blanks around it) or make it a path;
+# blanks inside (`[[My Page]]`) take the longer way too. One character class: a fast search.
+_UNUSUAL_INNER = re.compile(r"[|#\\/\s]")
+_PAGE_FILE = "{}.md"
+
+
+class PageLinks:
+    """Which links resolve to one of `pages` (names of files in `pages/` that the vault is known
+    to hold) or into their own page: fewer than the check resolves, never more. Whole-vault
+    gates let go of the text of a page whose every link is one of these."""
+
+    def __init__(self, pages: frozenset[str]) -> None:
+        self.pages = pages
+        self.resolved: set[str] = set()
+        self.unresolved: set[str] = set()
+
+    def settled(self, text: str) -> bool:
+        """Whether no link of `text` can be broken: every `[[...]]` in it, in code or not,
+        resolves. Set operations keep the common page, whose links repeat, out of Python."""
+        if "[[" not in text:
+            return True
+        inners = _LINK.findall(text)
+        # The common page links pages by their plain stem: then what is between the brackets
+        # is the target, and one lookup in C per link settles it.
+        if (not _UNUSUAL_INNER.search("]".join(inners))  # `]` ends a link: never inside
+                and self.pages.issuperset(map(_PAGE_FILE.format, inners))):
+            return True
+        unknown = set(inners)
+        unknown.difference_update(self.resolved)
+        if not unknown:
+            return True
+        if not self.unresolved.isdisjoint(unknown):
+            return False
+        for inner in unknown:
+            target = _target(inner)
+            if target and ("/" in target or (target not in self.pages
+                                             and f"{target}.md" not in self.pages)):
+                self.unresolved.add(inner)
+                return False
+            self.resolved.add(inner)
+        return True
+
+
 def check(ctx: Context) -> Iterator[Yielded]:
     targets: Optional[_Targets] = None
     # Whether the text between the brackets of a link resolves, for the whole vault: most links

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Optional
 
 from echoes_lint import engine
@@ -96,18 +96,38 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     return None
 
 
+# `_SUSPECT`'s first branch where a `/` starts every name (`_any_suspect`): a literal first.
+_RESERVED_START = re.compile(r"/(?:CON|PRN|AUX|NUL|COM|LPT)", re.IGNORECASE)
+
+
+def _any_suspect(paths: Iterable[str]) -> bool:
+    """Whether `_SUSPECT` may match one of `paths`, by cheap searches of all of them at once:
+    between `/`s, each name starts after a `/` and ends before one, and each of the three
+    branches of `_SUSPECT` has a search that finds whatever it finds."""
+    joined = "/" + "/".join(paths) + "/"
+    return ("./" in joined or " /" in joined or bool(_WINDOWS_FORBIDDEN.search(joined))
+            or bool(_RESERVED_START.search(joined)))
+
+
+# Page paths that are all plain names (see _PLAIN_PAGE), each followed by a newline.
+_PLAIN_PAGES = re.compile(rf"(?:{re.escape(PAGES_PREFIX)}{_PLAIN_PAGE.pattern}\n)*")
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     for relative in ctx.scan.page_dir_strays:
         stray = _stray(ctx, relative)
         if stray:
             yield stray
-    for document in ctx.scan.pages:
-        page = _page(ctx, document)
-        if page:
-            yield page
+    paths = "".join(f"{document.path}\n" for document in ctx.scan.pages)
+    # One match over every page path first: in most vaults no name needs a closer look.
+    if not _PLAIN_PAGES.fullmatch(paths):
+        for document in ctx.scan.pages:
+            page = _page(ctx, document)
+            if page:
+                yield page
     # Each offending name once, however many files sit below it.
     unsafe: dict[str, str] = {}
-    for relative in ctx.scan.files:
+    for relative in ctx.scan.files if _any_suspect(ctx.scan.files) else ():
         if not _SUSPECT.search(relative):
             continue
         parts = relative[len(VAULT_PREFIX):].split("/")
@@ -129,6 +149,9 @@ _SHORT_NAME = (engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD) // 4
 
 
 def _too_long(ctx: Context) -> Iterator[Finding]:
+    longest = max((len(document.path) for document in ctx.scan.pages), default=0)
+    if longest <= len(PAGES_PREFIX) + _SHORT_NAME:
+        return
     for document in ctx.scan.pages:
         if len(document.name) <= _SHORT_NAME:
             continue
