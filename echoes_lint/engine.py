@@ -1504,6 +1504,7 @@ class Scan:
     # cache kept it, and the paths of the pages it covers, which then have no document.
     summary: Optional[Dict[str, Any]] = None
     summarized: List[str] = dataclasses.field(default_factory=list)
+    summarized_daily: List[str] = dataclasses.field(default_factory=list)  # likewise, daily files
     sizes: bool = True  # whether `files` is filled (a writer's walk needs no sizes)
 
     @property
@@ -2221,6 +2222,8 @@ class FileCache:
                     self.entries = {}  # `fresh` holds them: the JSON's keys are freed
                 scan.summary, self.summarized, self.table = summary, True, table
                 scan.summarized = [relative for relative, _kind, _record in pages]
+                scan.summarized_daily = [relative for relative, kind, _record in deferred
+                                         if kind == "daily"]
                 return
         for relative, kind, record in deferred:
             file_document(scan, self.document(relative, kind, record), kind)
@@ -3076,11 +3079,16 @@ def cmd_protocol(ctx: Context, _args: argparse.Namespace) -> Dict[str, Any]:
     }
 
 
-def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
-    # Read-only (spec 12.5): the cache is used, never written.
-    cache = FileCache(ctx.workspace)
+def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
+    """(`inspect_report`, the cache it read) as the read-only commands make it: through the
+    local cache, used and never written (spec 12.5)."""
+    cache = FileCache(workspace)
     cache.defer = True  # health needs no document of a file the cache's summary covers
-    report = inspect_report(scan_workspace(ctx.workspace, cache=cache))
+    return inspect_report(scan_workspace(workspace, cache=cache)), cache
+
+
+def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
+    report, cache = cached_inspection(ctx.workspace)
     if args.format == "card":
         return status_card(report, ctx.call)
     report["cache"] = cache.report()
@@ -4759,7 +4767,8 @@ def note_walk(ctx: Context, scan: Scan) -> None:
     """What a writer takes from its one walk of the vault beside the pages: the daily files
     (no second walk of daily/) and the temporary files a killed writer left in pages/, deleted
     (no second listing of pages/; the lock is held, so no live writer of ours owns one)."""
-    ctx.daily = sorted((document.path for document in scan.daily), key=nfc)
+    ctx.daily = sorted([*(document.path for document in scan.daily), *scan.summarized_daily],
+                       key=nfc)
     ctx.pages = scan.pages  # freed with the context, if at all (see `exit_now`)
     for stray in scan.page_dir_strays:
         name = stray.rpartition("/")[2]

@@ -76,8 +76,7 @@ def card_from_package(workspace: Path) -> Optional[str]:
         root = engine.resolve_workspace(str(workspace))
         # As `status` reads it: the local cache spares reading unchanged files, and is never
         # written (spec 12.5).
-        scan = engine.scan_workspace(root, cache=engine.FileCache(root))
-        return engine.status_card(engine.inspect_report(scan)).strip()
+        return engine.status_card(engine.cached_inspection(root)[0]).strip()
     except Exception:  # The hook must never break a session; fall back to the notice below.
         return None
 

@@ -89,7 +89,7 @@ def writer_agrees(repo: Path, scratch: Path, *args: str, payload: Optional[Any] 
         os.unlink(scratch / CACHE)
     ours = command(repo, *args, payload=payload)
     theirs = outcome(scratch, runtime(scratch, *args, payload=payload))
-    assert ours == theirs  # `outcome` put the same placeholder for both workspace paths
+    assert ours == theirs, (ours, theirs)  # `outcome` put the same placeholder for both workspace paths
     index = Path("EchoesVault/index.md")
     assert _read(repo / index) == _read(scratch / index)
     return ours

@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Counter, Dict, List
+from typing import Any, Callable, Counter, Dict, List, Sequence
 
 import pytest
 from helpers_writer import INDEX, INTENT, PAGES, STATE, init_vault, ok, page, runtime
@@ -120,7 +120,8 @@ class Recorder:
         self.listed: Counter[str] = Counter()
         self.read: Counter[str] = Counter()
         self.git: List[str] = []
-        scandir, read_file, run = os.scandir, engine._read_file, subprocess.run
+        scandir, read_file, run, start = (os.scandir, engine._read_file, subprocess.run,
+                                          engine.git_start)
 
         def listing(path: Any = ".") -> Any:
             self.listed[self._relative(path)] += 1
@@ -135,9 +136,14 @@ class Recorder:
                 self.git.append(" ".join(command[1:3]))
             return run(command, *args, **kwargs)
 
+        def starting(workspace: Path, args: Sequence[str], stdin: bool = False) -> Any:
+            self.git.append(" ".join(args[:2]))
+            return start(workspace, args, stdin)
+
         monkeypatch.setattr(os, "scandir", listing)
         monkeypatch.setattr(engine, "_read_file", reading)
-        monkeypatch.setattr(subprocess, "run", running)
+        monkeypatch.setattr(subprocess, "run", running)  # git check-ignore
+        monkeypatch.setattr(engine, "git_start", starting)  # every other git
 
     def _relative(self, path: Any) -> str:
         return Path(os.fsdecode(path)).resolve().relative_to(self.repo.resolve()).as_posix()
