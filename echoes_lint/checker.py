@@ -81,13 +81,27 @@ class CheckResult:
                 continue
             text = document.text
             if text is None and document.problem is None:
-                # A page read without a problem whose text the whole-vault scan let go.
-                text = engine.read_document(self.scan.workspace, document.path, False).text
+                text = _read_again(self.scan, document.path)
             if text is not None:
                 # Escaping works character by character: a whole text escaped with its line
                 # breaks kept splits into the lines escaped one by one.
                 sources[path] = printable(text, keep="\t\n").split("\n")
         return sources
+
+
+def _read_again(scan: engine.Scan, relative: str) -> Optional[str]:
+    """The text of a page the whole-vault scan let go, read again for the report's source
+    lines: only through real folders (a folder swapped for a link since the scan could lead
+    out of the repository) and only while the file is the one the scan saw (its size and
+    mtime); else None, and the report shows no source."""
+    try:
+        path = engine.managed_path(scan.workspace, relative)
+    except engine.VaultError:
+        return None
+    document, info = engine._load_document(str(path), relative, False)
+    if info is None or scan.files.get(relative) != (info.st_size, info.st_mtime):
+        return None
+    return document.text
 
 
 def _printable_finding(finding: Finding) -> Finding:
@@ -371,13 +385,14 @@ class _GateReader(engine.FileCache):
 
     A page needs its text when it has conflict markers, a NUL, a suppression comment,
     frontmatter problems or notes, is deprecated (EV080 reads its body), or has a link not
-    known to resolve to a file in `pages/` (listed once, before the first page is read: the
-    walk files every regular file and link there). `CheckResult.sources` reads a page again
-    for the report's source lines."""
+    known to resolve to a file in `pages/` (as the walk itself listed the folder, before it
+    read any page there). `CheckResult.sources` reads a page again for the report's source
+    lines."""
 
     def __init__(self, workspace: Path) -> None:
         super().__init__(workspace)
         self.opened = True  # nothing to read: the scan must not open it
+        self.keeps_page_listing = True
         self.dropped = False
         self._links: Optional[links.PageLinks] = None
 
@@ -401,16 +416,16 @@ class _GateReader(engine.FileCache):
                 or "\0" in text or SUPPRESSION in text):
             return True
         if self._links is None:
-            self._links = links.PageLinks(_page_files(self.workspace / VAULT / "pages"))
+            listing, self.page_listing = self.page_listing or {}, None
+            self._links = links.PageLinks(_page_files(listing))
         return not self._links.settled(text)
 
 
-def _page_files(folder: Path) -> frozenset[str]:
-    """The names of the regular files and symbolic links in `folder`."""
+def _page_files(listing: dict[str, os.DirEntry[str]]) -> frozenset[str]:
+    """The names of the regular files and symbolic links among the walk's entries of pages/."""
     try:
-        with os.scandir(folder) as entries:
-            return frozenset(entry.name for entry in entries
-                             if entry.is_symlink() or entry.is_file(follow_symlinks=False))
+        return frozenset(name for name, entry in listing.items()
+                         if entry.is_symlink() or entry.is_file(follow_symlinks=False))
     except OSError:
         return frozenset()
 

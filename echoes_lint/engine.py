@@ -1804,6 +1804,8 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
             scan.unreadable.append(relative_dir)
             continue
         in_pages = relative_dir == _PAGES_DIR
+        if in_pages and cache is not None and cache.keeps_page_listing:
+            cache.page_listing = by_name
         for name in sorted(by_name):
             entry = by_name[name]
             relative = f"{relative_dir}/{name}"
@@ -2065,6 +2067,10 @@ class FileCache:
         self.deferred_pages = 0
         self.missed = 0  # vault Markdown files read that an entry could have described
         self.summarized = False  # whether the summary stood for every entry (no documents)
+        # pages/ as the walk listed it, before it files any page: kept only for a reader that
+        # asks (a gate's, which judges links by the files there).
+        self.page_listing: Optional[Dict[str, os.DirEntry[str]]] = None
+        self.keeps_page_listing = False
 
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
         self.entries, self.state, self.reason = {}, "ignored", reason

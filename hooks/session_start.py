@@ -76,7 +76,10 @@ def card_from_package(workspace: Path) -> Optional[str]:
         root = engine.resolve_workspace(str(workspace))
         # As `status` reads it: the local cache spares reading unchanged files, and is never
         # written (spec 12.5).
-        return engine.status_card(engine.cached_inspection(root)[0]).strip()
+        inspection = getattr(engine, "cached_inspection", None)  # echoes-lint 0.2.0 and later
+        report = inspection(root)[0] if inspection else engine.inspect_report(
+            engine.scan_workspace(root))
+        return engine.status_card(report).strip()
     except Exception:  # The hook must never break a session; fall back to the notice below.
         return None
 

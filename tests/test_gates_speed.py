@@ -211,3 +211,30 @@ def test_a_page_whose_links_settle_early_has_no_broken_link(inners: list[str], n
 def test_a_source_escaped_whole_splits_into_lines_escaped_one_by_one(text: str) -> None:
     assert engine.printable(text, keep="\t\n").split("\n") == [
         engine.printable(line, keep="\t") for line in text.split("\n")]
+
+
+@pytest.mark.parametrize("change", ["folder swapped for a link", "page rewritten"])
+def test_a_page_read_again_for_its_source_must_be_the_one_scanned(tmp_path: Path,
+                                                                  change: str) -> None:
+    """The report reads a let-go page again only through real folders and only while it is
+    the file the scan saw: a pages folder swapped for a link to a file outside the repository,
+    or a page rewritten since the scan, gives no source line, never the other file's text."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/CON.md", page("# A name Windows refuses\n"))
+    result = run_checks(repo)
+    assert any(document.name == "CON.md" and document.text is None
+               for document in result.scan.pages)
+    if change == "page rewritten":
+        write(repo, f"{PAGES}/CON.md", "SECRET LINE ONE, longer than the page was\n" * 9)
+    else:
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "CON.md").write_bytes((repo / PAGES / "CON.md").read_bytes().replace(
+            b"---", b"SEC", 1))  # same size
+        os.utime(outside / "CON.md", ns=(os.stat(repo / PAGES / "CON.md").st_atime_ns,
+                                          os.stat(repo / PAGES / "CON.md").st_mtime_ns))
+        os.rename(repo / PAGES, tmp_path / "aside")
+        os.symlink(outside, repo / PAGES)
+    report = render_result(result, "full")
+    assert "EchoesVault/pages/CON.md:1:1: EV031" in report
+    assert "SEC" not in report

@@ -135,8 +135,9 @@ def test_a_one_file_hook_folds_the_few_names_that_could_collide(tmp_path: Path,
 
 
 def test_an_unmerged_index_lists_each_path_once_to_the_rule(tmp_path: Path) -> None:
-    """Mid-merge, Git lists a conflicted path once per stage: the hook still finds a collision
-    with every path, including the conflicted one."""
+    """Mid-merge, Git lists a conflicted path once per stage: the rule still finds a collision
+    of a file outside the index (its listing, as long as the index, lacks that file) with the
+    conflicted one."""
     repo = vault_repo(tmp_path / "repo")
     write(repo, f"{PAGES}/alpha.md", page("base\n"))
     commit(repo)
@@ -148,7 +149,6 @@ def test_an_unmerged_index_lists_each_path_once_to_the_rule(tmp_path: Path) -> N
     commit(repo, "ours")
     git(repo, "merge", "-q", "other", check=False)
     assert git(repo, "ls-files", "--unmerged", "--", f"{PAGES}/alpha.md")  # three stages
-    write(repo, f"{PAGES}/Alpha.md", page())
-    git(repo, "add", "--", f"{PAGES}/Alpha.md")
+    write(repo, f"{PAGES}/Alpha.md", page())  # untracked
     assert located(repo, paths=[f"{PAGES}/Alpha.md"], select=["EV030"]) == [
         (f"{PAGES}/Alpha.md", 1, 1, "EV030")]

@@ -36,9 +36,11 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
 
     def git_finish(begun: tuple[object, Optional[str]], args: Sequence[str],
                    stdin: Optional[bytes] = None) -> tuple[Optional[bytes], Optional[str]]:
+        output = finish(begun, args, stdin)  # type: ignore[arg-type]
         if tuple(args) == gitindex.LS_FILES:
-            started[-1] = (started[-1][0], 0)
-        return finish(begun, args, stdin)  # type: ignore[arg-type]
+            process = begun[0]
+            started[-1] = (started[-1][0], getattr(process, "returncode", None))
+        return output
 
     monkeypatch.setattr(engine, "git_start", git_start)
     monkeypatch.setattr(engine, "git_finish", git_finish)

@@ -14,7 +14,9 @@ from typing import Optional
 
 import pytest
 from conftest import ROOT, git
+from helpers_cache import CACHE, upsert_payload
 from helpers_check import PAGES, page, vault_repo, write
+from helpers_writer import init_vault, ok, runtime
 
 from echoes_lint import engine
 
@@ -141,3 +143,23 @@ def test_session_start_uses_claude_project_dir_and_says_when_no_card_is_possible
     result = session_start({}, python=STDLIB_ONLY, cwd=elsewhere,
                            env={"CLAUDE_PROJECT_DIR": str(project)})
     assert "### EchoesVault · status unavailable" in context_of(result)
+
+
+def test_session_start_reads_through_the_cache_and_never_writes_it(git_repo: Path) -> None:
+    """The card comes through the local cache as `status` reads it (the cache's summary, when
+    nothing changed), equals the runtime's own card, and leaves every file, the cache
+    included, as it was."""
+    init_vault(git_repo)
+    for number in range(engine.CACHE_MIN_CHANGES):  # enough entries for a writer to keep them
+        write(git_repo, f"{PAGES}/p{number}.md", page())
+    ok(runtime(git_repo, "upsert", "--payload", "-", payload=upsert_payload(git_repo, "a.md", "A.")))
+    cache = git_repo / CACHE
+    assert cache.is_file()
+    status = runtime(git_repo, "status", "--format", "card")
+    assert status.returncode == 0, status.stderr
+    before, cached = snapshot(git_repo), os.stat(cache)
+    context = context_of(session_start(None, cwd=git_repo))
+    assert status.stdout.strip() in context
+    assert snapshot(git_repo) == before
+    after = os.stat(cache)
+    assert (after.st_mtime_ns, after.st_ino) == (cached.st_mtime_ns, cached.st_ino)
