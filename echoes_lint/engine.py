@@ -2191,7 +2191,8 @@ class FileCache:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             return False
-        record = self.entries[relative]
+        # None once an entry met earlier in the walk was malformed: `ignore` emptied them all.
+        record = self.entries.get(relative)
         mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
         if not (type(record) is list and len(record) == 5 and record[0] == info.st_size
                 and record[1] == mtime and record[2] == ctime and record[3] == info.st_ino

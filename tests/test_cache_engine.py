@@ -156,6 +156,14 @@ def _wrong_types(repo: Path) -> None:
     (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
 
 
+def _not_an_entry(repo: Path) -> None:
+    """The first page's entry is no entry at all: the walk still meets the pages after it."""
+    record = cache_record(repo)
+    first = min(path for path in record["files"] if path.startswith(f"{PAGES}/"))
+    record["files"][first] = "bogus"
+    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+
+
 def _deep(repo: Path) -> None:
     (repo / CACHE).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
 
@@ -192,6 +200,7 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "other build": (_other_build, "another build", True),
     "newer format": (_newer_format, f"cache version {engine.CACHE_VERSION + 1}", True),
     "wrong types": (_wrong_types, "is malformed", True),
+    "not an entry": (_not_an_entry, "is malformed", True),
     "nested too deeply": (_deep, "not JSON", True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),
