@@ -47,6 +47,7 @@ from typing import (
     Sequence,
     Set,
     Tuple,
+    TypeVar,
     cast,
 )
 
@@ -2509,7 +2510,30 @@ def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
                      lambda: [cache.document(*page) for page in pages])
 
 
-class PageTable(Sequence[Document]):
+_Item = TypeVar("_Item")
+
+
+class _IndexRows(Sequence[_Item]):
+    """Pages in index order without an object each: their file names, index rows and the
+    stems of the deprecated ones. Anything else that asks for an item gets the items `make`
+    computes in full, once."""
+
+    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
+                 make: Callable[[], List[_Item]]) -> None:
+        self.names, self.rows, self.deprecated = names, rows, deprecated
+        self._make = make
+        self._items: Optional[List[_Item]] = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._items is None:
+            self._items = self._make()
+        return self._items[index]
+
+
+class PageTable(_IndexRows[Document]):
     """The pages of a writer's walk as the cache's summary describes them, without a document
     each: their file names in index order, their index rows (the current index's, which the
     summary rendered: every page is valid and no names collide) and the stems of the
@@ -2519,18 +2543,8 @@ class PageTable(Sequence[Document]):
 
     def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
                  documents: Callable[[], List[Document]]) -> None:
-        self.names, self.rows, self.deprecated = names, rows, deprecated
-        self._make = documents
-        self._documents: Optional[List[Document]] = None
+        super().__init__(names, rows, deprecated, documents)
         self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def __getitem__(self, index: Any) -> Any:
-        if self._documents is None:
-            self._documents = self._make()
-        return self._documents[index]
 
     def colliding(self, filename: str) -> Optional[str]:
         return _colliding(self.names, filename)
@@ -2585,25 +2599,10 @@ def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
     return None
 
 
-class IndexTable(Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
+class IndexTable(_IndexRows[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
     """`prospective_pages` of a `PageTable`: names and index rows in index order and the
     deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
     else gets the entries a full computation makes."""
-
-    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
-                 entries: Callable[[], List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]],
-                 ) -> None:
-        self.names, self.rows, self.deprecated = names, rows, deprecated
-        self._make = entries
-        self._entries: Optional[List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]] = None
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def __getitem__(self, index: Any) -> Any:
-        if self._entries is None:
-            self._entries = self._make()
-        return self._entries[index]
 
     def render(self) -> str:
         """The index `build_index` renders for these pages."""
