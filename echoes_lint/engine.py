@@ -23,6 +23,7 @@ import functools
 import gc
 import hashlib
 import json
+import operator
 import os
 import re
 import shlex
@@ -1798,18 +1799,17 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     while pending:
         directory, relative_dir = pending.pop()
         try:
-            # Sorted by name without a key function: 100,000 calls of one cost more.
-            by_name = {entry.name: entry for entry in os.scandir(directory)}
+            entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
         except OSError:
             scan.unreadable.append(relative_dir)
             continue
         in_pages = relative_dir == _PAGES_DIR
         if in_pages and cache is not None and cache.keeps_page_listing:
-            cache.page_listing = by_name
+            cache.page_listing = {entry.name: entry for entry in entries}
         # Daily files, the other bulk, are matched inline too (`classify_vault_path`: "daily").
         in_daily = relative_dir == _DAILY_DIR or relative_dir.startswith(_DAILY_PREFIX)
-        for name in sorted(by_name):
-            entry = by_name[name]
+        for entry in entries:
+            name = entry.name
             relative = f"{relative_dir}/{name}"
             if quick is not None and relative in quick and cache is not None:
                 if in_pages and name[-3:] == ".md" and len(name) > 3 \
@@ -1856,6 +1856,8 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
 
 
 _INDEX_PATH = f"{VAULT_DIR}/{INDEX_FILE}"
+# Sorts a listing in C: cheaper at 100,000 entries than sorting names and looking each one up.
+_ENTRY_NAME = operator.attrgetter("name")
 _DAILY_DIR = f"{VAULT_DIR}/daily"
 _DAILY_PREFIX = f"{_DAILY_DIR}/"
 
