@@ -67,6 +67,15 @@ def install_driver(repo: Path, *extra: str) -> None:
     assert completed.returncode == 0, completed.stderr
 
 
+def driven_vault(repo: Path) -> Path:
+    """`vault_with_page` with the merge driver installed and its attribute committed."""
+    vault_with_page(repo)
+    install_driver(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "use the echoes-vault merge driver")
+    return repo
+
+
 def unmerged_paths(repo: Path) -> set[str]:
     records = git(repo, "ls-files", "-u", "-z").split("\0")
     return {record.split("\t", 1)[1] for record in records if record}

@@ -11,9 +11,9 @@ from conftest import git, page_text, run_cli
 from helpers_merge import (
     PAGE,
     commit_on,
+    driven_vault,
     edit_main,
     git_run,
-    install_driver,
     unmerged_paths,
     vault_with_page,
 )
@@ -188,11 +188,7 @@ def merge(repo: Path, branch: str) -> tuple[int, str]:
 
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
-    vault_with_page(git_repo)
-    install_driver(git_repo)
-    git(git_repo, "add", ".gitattributes")
-    git(git_repo, "commit", "-q", "-m", "use the echoes-vault merge driver")
-    return git_repo
+    return driven_vault(git_repo)
 
 
 def test_git_merges_different_keys_of_one_page_cleanly_through_the_driver(repo: Path) -> None:

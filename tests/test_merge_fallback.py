@@ -16,13 +16,13 @@ from helpers_linear import frontmatter_sides, run_guarded
 from helpers_merge import (
     PAGE,
     diverge,
+    driven_vault,
     git_run,
     install_driver,
     record_driver,
     replace,
     resolve,
     unmerged_paths,
-    vault_with_page,
 )
 
 from echoes_lint.merge.driver import split_page
@@ -51,11 +51,7 @@ def page(repo: Path) -> str:
 
 @pytest.fixture
 def diverged(git_repo: Path) -> Path:
-    vault_with_page(git_repo)
-    install_driver(git_repo)
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "driver attribute")
-    diverge(git_repo)
+    diverge(driven_vault(git_repo))
     return git_repo
 
 

@@ -17,6 +17,7 @@ from conftest import ROOT, git, page_text, run_cli
 from helpers_merge import (
     PAGE,
     commit_on,
+    driven_vault,
     edit_main,
     git_run,
     install_driver,
@@ -142,11 +143,7 @@ def conflicting_page(repo: Path, name: bytes, ours: str, theirs: str,
 
 @pytest.fixture
 def driven(git_repo: Path) -> Path:
-    vault_with_page(git_repo)
-    install_driver(git_repo)
-    git(git_repo, "add", "-A")
-    git(git_repo, "commit", "-q", "-m", "driver")
-    return git_repo
+    return driven_vault(git_repo)
 
 
 @pytest.mark.parametrize(("name", "shown"), [
