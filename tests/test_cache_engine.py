@@ -19,6 +19,7 @@ from helpers_cache import (
     read_only_agree,
     upsert_payload,
     without_cache,
+    write_cache_record,
 )
 from helpers_writer import INDEX, cli, init_vault, ok, page, runtime, snapshot
 
@@ -132,19 +133,19 @@ def _garbage(repo: Path) -> None:
 def _foreign(repo: Path) -> None:
     record = cache_record(repo)
     record["engineVersion"] = "9.9.9"
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _other_build(repo: Path) -> None:
     record = cache_record(repo)
     record["engineSha256"] = "0" * 64  # same version number, another engine file
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _newer_format(repo: Path) -> None:
     record = cache_record(repo)
     record["version"] = engine.CACHE_VERSION + 1
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _wrong_types(repo: Path) -> None:
@@ -153,7 +154,7 @@ def _wrong_types(repo: Path) -> None:
     record = cache_record(repo)
     entry = record["files"]["EchoesVault/pages/beta.md"]
     entry[4] = json.dumps([None, None, ["note", "active", 42, 1, 6, 5, []]])
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _not_an_entry(repo: Path) -> None:
@@ -161,7 +162,7 @@ def _not_an_entry(repo: Path) -> None:
     record = cache_record(repo)
     first = min(path for path in record["files"] if path.startswith(f"{PAGES}/"))
     record["files"][first] = "bogus"
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _deep(repo: Path) -> None:
@@ -285,7 +286,7 @@ def test_gates_never_read_the_cache(repo: Path) -> None:
     record["files"]["EchoesVault/pages/broken.md"] = [
         info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
         json.dumps([None, None, ["note", "active", "Forged.", 1, 3, 2, None]])]
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
     # The protocol commands trust an entry that matches (a local file, like Git's index)...
     assert status(repo)["health"]["invalidFrontmatter"] == []
     # ... the gates read the page: the repository is hostile to them.

@@ -7,7 +7,6 @@ output as without a cache."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import time
 from pathlib import Path
@@ -16,13 +15,13 @@ from typing import Any, Callable, Dict, List
 import pytest
 from conftest import git
 from helpers_cache import (
-    CACHE,
     cache_record,
     command,
     read_only_agree,
     rewrite_keeping_stat,
     upsert_payload,
     without_cache,
+    write_cache_record,
     writer_agrees,
 )
 from helpers_writer import init_vault, ok, page, runtime
@@ -157,7 +156,7 @@ def test_an_index_edited_by_hand_is_judged_from_its_own_rows(repo: Path) -> None
 def _summary(repo: Path, change: Callable[[Dict[str, Any]], None]) -> None:
     record = cache_record(repo)
     change(record["summary"])
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 @pytest.mark.parametrize("change", [
