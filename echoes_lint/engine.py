@@ -1799,17 +1799,16 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     deferring = cache is not None and cache.defer and cache.trusted
     while pending:
         directory, relative_dir = pending.pop()
+        if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
+            continue  # every file of the folder is as its entry describes it
         try:
-            listing = list(os.scandir(directory))
+            entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
         except OSError:
             scan.unreadable.append(relative_dir)
             continue
         in_pages = relative_dir == _PAGES_DIR
         if in_pages and cache is not None and cache.keeps_page_listing:
-            cache.page_listing = {entry.name: entry for entry in listing}
-        if deferring and cache is not None and cache.match_folder(scan, relative_dir, listing):
-            continue  # every file of the folder is as its entry describes it
-        entries = sorted(listing, key=_ENTRY_NAME)
+            cache.page_listing = {entry.name: entry for entry in entries}
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
@@ -2059,7 +2058,7 @@ class FileCache:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self._entries: Dict[str, Any] = {}
-        self._raw: Optional[bytes] = None  # the entries' JSON text, until a walk needs them
+        self._raw: Optional[memoryview] = None  # the entries' JSON, until a walk needs them
         # Per folder holding entries: its signature (`_folder_signature`) when every entry of
         # the folder has its line, else None; a folder without entries is not named.
         self.dirs: Dict[str, Optional[str]] = {}
@@ -2108,7 +2107,7 @@ class FileCache:
         if self._raw is not None:
             raw, self._raw = self._raw, None
             try:
-                value = json.loads(raw.decode("utf-8"))
+                value = json.loads(bytes(raw).decode("utf-8"))
             except (UnicodeDecodeError, ValueError, RecursionError):
                 value = None
             if type(value) is dict:
@@ -2156,8 +2155,11 @@ class FileCache:
         if info.st_size > CACHE_MAX_BYTES:
             return self.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
         try:
-            head, _newline, rest = read_bytes(path, CACHE_MAX_BYTES).partition(b"\n")
-            value = json.loads(head.decode("utf-8"))
+            data = read_bytes(path, CACHE_MAX_BYTES)
+            end = data.find(b"\n")
+            # The entries' line is not copied: decoded (or written out again) from a view.
+            rest = memoryview(data)[end + 1:] if end >= 0 else memoryview(b"")
+            value = json.loads(data[:end if end >= 0 else len(data)].decode("utf-8"))
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})")
         except (UnicodeDecodeError, ValueError, RecursionError):
@@ -2271,22 +2273,29 @@ class FileCache:
         """The entries, for a walk of a folder that holds some (None: it holds none)."""
         return self.entries if relative_dir in self.dirs else None
 
-    def match_folder(self, scan: Scan, relative_dir: str, listing: List[os.DirEntry[str]],
-                     ) -> bool:
+    def match_folder(self, scan: Scan, relative_dir: str, directory: str) -> bool:
         """Whether every file of a folder matches its entry, decided at once: the folder's
-        signature (the sorted lines of `_signature_line`) equals the cache's. Then each file is
-        a regular file whose entry matches as `load` matches it, and the whole folder is
-        deferred (its sizes recorded) without a step per file."""
+        signature (`_folder_signature`) equals the cache's. Then each file is a regular file
+        whose entry matches as `load` matches it, and the whole folder is deferred (its sizes
+        recorded) without a step per file. False: the walk lists the folder as usual."""
         wanted = self.dirs.get(relative_dir) if self.state == "valid" else None
-        if not wanted:
+        if not wanted or os.scandir not in os.supports_fd:
             return False
-        try:
-            infos = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
+        try:  # listed through a descriptor: each stat then resolves one name, not a path
+            descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                                 | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return False
+        try:
+            infos = [(entry.name, entry.stat(follow_symlinks=False))
+                     for entry in os.scandir(descriptor)]
+        except OSError:
+            return False
+        finally:
+            os.close(descriptor)
         lines = sorted([f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/"
                         f"{info.st_ctime_ns}/{info.st_ino}" for name, info in infos])
-        if "/".join(lines) != wanted:
+        if _folder_signature(lines) != wanted:
             return False
         kind = classify_vault_path(f"{relative_dir}/x.md")
         kind = "markdown" if kind == "nested" else kind
@@ -2309,21 +2318,27 @@ class FileCache:
         `load` would have made it."""
         deferred, self.deferred = self.deferred, []
         blocks, self.blocks = self.blocks, []
+        summary = self.summary
+        paths: Dict[str, List[str]] = {"page": [], "daily": [], "markdown": []}
+        for relative, kind, _record in deferred:
+            paths[kind].append(relative)
+        for prefix, kind, names in blocks:
+            paths[kind] += [prefix + name for name in names]
+        if (summary is not None and self.state == "valid" and not self.missed
+                and sum(map(len, paths.values())) == self.total
+                and summary["pages"] == len(paths["page"]) == self.deferred_pages
+                and summary["daily"] == len(paths["daily"])):
+            pages = paths["page"]
+            table = page_table(scan, summary, len(pages), lambda: [
+                self.document(relative, "page", self.fresh.get(relative) if self.fresh
+                              else None) for relative in pages]) if self.writer else None
+            if not self.writer or table is not None:
+                scan.summary, self.summarized, self.table = summary, True, table
+                scan.summarized, scan.summarized_daily = pages, paths["daily"]
+                return
         # Every deferred entry, a folder matched whole giving its entries as None (`document`).
         items: List[Tuple[str, str, Optional[List[Any]]]] = [*deferred, *(
             (prefix + name, kind, None) for prefix, kind, names in blocks for name in names)]
-        summary = self.summary
-        if (summary is not None and self.state == "valid" and not self.missed
-                and len(items) == self.total and summary["pages"] == self.deferred_pages
-                and summary["daily"] == sum(kind == "daily" for _path, kind, _r in items)):
-            pages = [item for item in items if item[1] == "page"]
-            table = page_table(scan, summary, self, pages) if self.writer else None
-            if not self.writer or table is not None:
-                scan.summary, self.summarized, self.table = summary, True, table
-                scan.summarized = [relative for relative, _kind, _record in pages]
-                scan.summarized_daily = [relative for relative, kind, _record in items
-                                         if kind == "daily"]
-                return
         for relative, kind, record in items:
             document = self.document(relative, kind, record)
             if record is None and self.fresh is not None and self.state == "valid":
@@ -2486,8 +2501,8 @@ class FileCache:
         folders: Dict[str, Optional[str]] = {}
         for folder, count in counts.items():
             lines = self.folder_lines.get(folder) or grouped.get(folder, [])
-            folders[folder] = ("/".join(sorted(lines)) if len(lines) == count and "" not in lines
-                               else None)
+            folders[folder] = (_folder_signature(sorted(lines))
+                               if len(lines) == count and "" not in lines else None)
         return folders
 
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
@@ -2498,7 +2513,7 @@ class FileCache:
                            "stale": self.stale, "filesBytes": files, "dirs": folders},
                           separators=(",", ":")).encode("ascii") + b"\n"
 
-    def _append(self, stamp: int, summary: Dict[str, Any], raw: bytes) -> None:
+    def _append(self, stamp: int, summary: Dict[str, Any], raw: memoryview) -> None:
         """Write the cache of a writer that took the summary: the second line as it was read
         (entries of the walk's files, none decoded), then the entries of the files written,
         which replace any earlier entry of the same path when it is decoded."""
@@ -2511,12 +2526,13 @@ class FileCache:
                          if relative.rpartition("/")[0] == folder]
                 folders[folder] = None if len(lines) != sum(
                     1 for relative in {*self.fresh, *self.appended}
-                    if relative.rpartition("/")[0] == folder) else "/".join(sorted(lines))
+                    if relative.rpartition("/")[0] == folder) else _folder_signature(sorted(lines))
             else:
-                folders[folder] = "/".join(lines)
+                folders[folder] = _folder_signature(lines)
         added = json.dumps(self.appended, separators=(",", ":")).encode("ascii")
-        files = raw[:-1] + (b"," if len(raw) > 2 else b"") + added[1:]
-        self._publish(self._head(stamp, summary, folders, len(files)) + files)
+        files = [raw[:-1], b"," if len(raw) > 2 else b"", added[1:]]
+        size = sum(map(len, files))
+        self._publish(b"".join([self._head(stamp, summary, folders, size), *files]))
 
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         # The walk and the old entries are no longer needed: free them before the JSON text
@@ -2542,6 +2558,13 @@ class FileCache:
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _folder_signature(lines: List[str]) -> str:
+    """SHA-256 of a folder's sorted signature lines joined by `/`: no name holds a `/`, so two
+    folders get the same text only when their files have the same names, modes, sizes, times
+    and inodes."""
+    return hashlib.sha256("/".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _signature_line(name: str, info: os.stat_result) -> str:
@@ -2691,14 +2714,14 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     return cache.table if cache.table is not None else scan.pages
 
 
-def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
-               pages: List[Tuple[str, str, Optional[List[Any]]]]) -> Optional[PageTable]:
+def page_table(scan: Scan, summary: Dict[str, Any], pages: int,
+               documents: Callable[[], List[Document]]) -> Optional[PageTable]:
     """The `PageTable` of a writer's walk in which every entry matched, or None when the
     summary cannot stand for its pages: it has no names in index order, the pages make no
     index, or the index on disk is not the one the summary rendered (its rows are the
     table's)."""
     names, rendered = summary["names"], summary["index"]
-    if rendered is None or scan.index_text is None or len(names) != len(pages):
+    if rendered is None or scan.index_text is None or len(names) != pages:
         return None
     if text_digest(scan.index_text) != rendered:
         return None
@@ -2706,8 +2729,7 @@ def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
     rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
     if len(rows) != len(names):  # a row over several lines: no row per name
         return None
-    return PageTable(names, rows, summary["deprecated"],
-                     lambda: [cache.document(*page) for page in pages])
+    return PageTable(names, rows, summary["deprecated"], documents)
 
 
 _Item = TypeVar("_Item")
@@ -2918,7 +2940,9 @@ def storage_figures(scan: Scan) -> Dict[str, Any]:
     return {
         "totalBytes": total,
         "totalFiles": len(scan.files),
-        "markdownFiles": sum(1 for path in scan.files if path.casefold().endswith(".md")),
+        # A path ending in ".md" needs no case folding (the common case, tested in C first).
+        "markdownFiles": len([path for path in scan.files
+                              if path[-3:] == ".md" or path.casefold().endswith(".md")]),
         "lastModified": (_dt.datetime.fromtimestamp(latest, _dt.timezone.utc)
                          .isoformat(timespec="seconds") if latest is not None else None),
     }
