@@ -2059,6 +2059,8 @@ class FileCache:
         self.workspace = workspace
         self._entries: Dict[str, Any] = {}
         self._raw: Optional[memoryview] = None  # the entries' JSON, until a walk needs them
+        self.decoded = False  # whether the entries' JSON was decoded
+        self.matched_folders = 0  # folders matched whole by their signature
         # Per folder holding entries: its signature (`_folder_signature`) when every entry of
         # the folder has its line, else None; a folder without entries is not named.
         self.dirs: Dict[str, Optional[str]] = {}
@@ -2105,7 +2107,7 @@ class FileCache:
     def entries(self) -> Dict[str, Any]:
         """The entries, decoded from the cache's second line when first asked for."""
         if self._raw is not None:
-            raw, self._raw = self._raw, None
+            raw, self._raw, self.decoded = self._raw, None, True
             try:
                 value = json.loads(bytes(raw).decode("utf-8"))
             except (UnicodeDecodeError, ValueError, RecursionError):
@@ -2177,7 +2179,8 @@ class FileCache:
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
                 "reusedEntries": self.reused, "readFiles": self.read,
-                "summaryUsed": self.summarized}
+                "summaryUsed": self.summarized, "matchedFolders": self.matched_folders,
+                "entriesDecoded": self.decoded}
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = MAX_TEXT_BYTES) -> Tuple[Optional[Document], Optional[os.stat_result]]:
@@ -2305,6 +2308,7 @@ class FileCache:
                                for name, info in infos})
         self.blocks.append((prefix, kind, [name for name, _info in infos]))
         self.reused += len(infos)
+        self.matched_folders += 1
         self.deferred_pages += len(infos) if kind == "page" else 0
         if self.fresh is not None:
             self.folder_lines[relative_dir] = lines

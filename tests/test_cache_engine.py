@@ -73,7 +73,8 @@ def test_status_uses_the_cache_reads_only_what_changed_and_never_writes(repo: Pa
     # Every page and daily file comes from the cache; the index and AGENT_PROTOCOL.md are read,
     # and so is the page written after `init`.
     assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
-                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False}
+                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False,
+                      "matchedFolders": 1, "entriesDecoded": True}
     (repo / CACHE).unlink()
     before = snapshot(repo)
     assert status(repo)["cache"]["state"] == "missing"
@@ -165,6 +166,23 @@ def _not_an_entry(repo: Path) -> None:
     write_cache_record(repo, record)
 
 
+def _entries_cut(repo: Path) -> None:
+    """The head intact, the entries line shorter than the head says (a torn write)."""
+    (repo / CACHE).write_bytes((repo / CACHE).read_bytes()[:-1])
+
+
+def _entries_garbage(repo: Path) -> None:
+    """The entries line as long as the head says, but not JSON: seen once a walk decodes it."""
+    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
+    (repo / CACHE).write_bytes(head + b"\n" + b"\xff" * len(files))
+
+
+def _folder_not_text(repo: Path) -> None:
+    record = cache_record(repo)
+    record["dirs"]["EchoesVault/pages"] = 5
+    write_cache_record(repo, record)
+
+
 def _deep(repo: Path) -> None:
     (repo / CACHE).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
 
@@ -203,6 +221,9 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "wrong types": (_wrong_types, "is malformed", True),
     "not an entry": (_not_an_entry, "is malformed", True),
     "nested too deeply": (_deep, "not JSON", True),
+    "entries line cut": (_entries_cut, "not JSON", True),
+    "entries line not JSON": (_entries_garbage, "not JSON", True),
+    "folder signature not text": (_folder_not_text, "not those of a cache", True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),
     "directory": (_directory, "must be a regular file", False),
