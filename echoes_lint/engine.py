@@ -2469,9 +2469,10 @@ class FileCache:
                         CACHE_MIN_CHANGES, self.total // CACHE_CHANGE_SHARE):
                     self._append(stamp, summary, self._raw)
                     return
-                # The whole cache again: every entry, none of the files written.
-                self.appended = {}
-                self.fresh = {**self.entries, **self.fresh}
+                # The whole cache again: every entry, and those of the files written when the
+                # summary follows them.
+                appended, self.appended = self.appended if summary is not None else {}, {}
+                self.fresh = {**self.entries, **self.fresh, **appended}
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
