@@ -280,3 +280,19 @@ def test_the_rows_of_a_table_are_the_rows_a_full_parse_finds(names: List[str]) -
                               [], lambda: [])
     assert table.render() == rendered
     assert engine.table_row_facts(table, rendered) == engine.index_row_facts(rendered, names)
+
+
+def test_a_folder_holding_a_file_without_an_entry_is_matched_entry_by_entry(
+        repo: Path, tmp_path: Path) -> None:
+    """pages/ with a file that is no page never matches its signature: its entries are decoded
+    and matched one by one, the summary still stands, and a writer that decoded them writes
+    every entry again with those of the files it wrote, so the next command takes it too."""
+    (repo / PAGES / "notes.txt").write_text("Not a page.\n", encoding="utf-8")
+    _age(repo)
+    ok(runtime(repo, "rebuild-index"))
+    report = read_only_agree(repo)
+    assert report["summaryUsed"] and report["entriesDecoded"] and report["matchedFolders"] == 2
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+    report = read_only_agree(repo)
+    assert report["summaryUsed"] and report["reusedEntries"] == 6, report
