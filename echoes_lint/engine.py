@@ -2150,27 +2150,14 @@ class FileCache:
             return self
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
-        problem = cache_tracking_problem(workspace)
-        if problem is not None:
-            return self.ignore(problem, writable=False)
+        tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
+        problem, value, rest = _read_cache(path, info.st_size)
+        tracked = cache_tracking_problem(workspace, tracking)
+        if tracked is not None:
+            return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
-        if info.st_size > CACHE_MAX_BYTES:
-            return self.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
-        try:
-            data = read_bytes(path, CACHE_MAX_BYTES)
-            end = data.find(b"\n")
-            # The entries' line is not copied: decoded (or written out again) from a view.
-            rest = memoryview(data)[end + 1:] if end >= 0 else memoryview(b"")
-            value = json.loads(data[:end if end >= 0 else len(data)].decode("utf-8"))
-        except OSError as exc:
-            return self.ignore(f"it cannot be read ({exc.strerror or exc})")
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return self.ignore("it is not JSON (truncated or corrupt)")
-        problem = cache_header_problem(value)
         if problem is not None:
             return self.ignore(problem)
-        if value["filesBytes"] != len(rest):
-            return self.ignore("it is not JSON (truncated or corrupt)")
         self._raw, self.stamp, self.state = rest, value["stamp"], "valid"
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
@@ -2580,6 +2567,26 @@ def _signature_line(name: str, info: os.stat_result) -> str:
             f"{info.st_ino}")
 
 
+def _read_cache(path: Path, size: int) -> Tuple[Optional[str], Any, memoryview]:
+    """(why the cache cannot be used or None, its head, its entries line) of CACHE_PATH."""
+    if size > CACHE_MAX_BYTES:
+        return f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, memoryview(b"")
+    try:
+        data = read_bytes(path, CACHE_MAX_BYTES)
+        end = data.find(b"\n")
+        # The entries' line is not copied: decoded (or written out again) from a view.
+        rest = memoryview(data)[end + 1:] if end >= 0 else memoryview(b"")
+        value = json.loads(data[:end if end >= 0 else len(data)].decode("utf-8"))
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})", None, memoryview(b"")
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "it is not JSON (truncated or corrupt)", None, memoryview(b"")
+    problem = cache_header_problem(value)
+    if problem is None and value["filesBytes"] != len(rest):
+        problem = "it is not JSON (truncated or corrupt)"
+    return problem, value, rest
+
+
 def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
     """(path, kind) of each vault Markdown file a change set wrote that the cache describes."""
     written = []
@@ -2624,10 +2631,15 @@ def cache_ignored(workspace: Path) -> bool:
     return f"/{CACHE_PATH.rpartition('/')[2]}" in text.splitlines()
 
 
-def cache_tracking_problem(workspace: Path) -> Optional[str]:
+_CACHE_TRACKING = ("ls-files", "-z", "--cached", "--", CACHE_PATH)
+
+
+def cache_tracking_problem(workspace: Path, started: Optional[Tuple[
+        Optional[subprocess.Popen[bytes]], Optional[str]]] = None) -> Optional[str]:
     """Why the cache must not be used because of Git, or None: a tracked cache came from a
-    commit, not from this checkout's writers."""
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", CACHE_PATH])
+    commit, not from this checkout's writers. `started`: the `git_start` of that question."""
+    tracked, error = git_finish(started or git_start(workspace, _CACHE_TRACKING),
+                                _CACHE_TRACKING)
     if tracked is None:
         if any(os.path.lexists(folder / ".git") for folder in (workspace, *workspace.parents)):
             return f"Git cannot say whether it is tracked ({bounded(error)})"
