@@ -1376,9 +1376,11 @@ class GitFacts:
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
 
 
-def collect_git_facts(workspace: Path) -> GitFacts:
+def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE) -> GitFacts:
+    """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
+    local-only files, where a gate needs every tracked path)."""
     scope = ["--", *_GIT_SCOPE]
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", *scope])
+    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", *tracked_scope])
     if tracked is None:
         return GitFacts(error=error)
     untracked, error = git_output(workspace, ["ls-files", "-z", "--others", "--exclude-standard",
@@ -1660,20 +1662,25 @@ def parse_marker(text: str) -> Tuple[Any, Optional[str]]:
 
 
 def scan_workspace(workspace: Path, *, git: bool = True, cache: Optional[FileCache] = None,
-                   ) -> Scan:
+                   health: bool = False) -> Scan:
     """Read the whole vault once, without following symlinks or writing anything.
 
     Git is asked from a second thread while this one reads files: both mostly wait on I/O.
     With `cache` (protocol commands only, never the gates), a file whose entry still matches
-    is not read, and documents keep no page text (see "The local cache")."""
+    is not read, and documents keep no page text (see "The local cache"). With `health` (for
+    `inspect_report` only), Git's tracked list holds only the local-only files."""
     with _PausedGC():
-        return _scan_workspace(workspace, git, cache)
+        return _scan_workspace(workspace, git, cache, health)
 
 
-def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None) -> Scan:
+def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None,
+                    health: bool = False) -> Scan:
     scan = Scan(workspace)
     git_facts: List[GitFacts] = []
-    worker = threading.Thread(target=lambda: git_facts.append(collect_git_facts(workspace)))
+    # Health needs only the tracked local-only files (`git_readiness`).
+    tracked_scope = LOCAL_ONLY_PATHS if health else _GIT_SCOPE
+    worker = threading.Thread(
+        target=lambda: git_facts.append(collect_git_facts(workspace, tracked_scope)))
     if git:
         worker.start()
     if cache is not None and not cache.opened:
@@ -1739,7 +1746,7 @@ def durable_candidates(scan: Scan) -> Tuple[str, ...]:
                 found.append(relative)
         except OSError:
             continue
-    return tuple(sorted(set(found)))
+    return tuple(sorted(found))  # distinct: the vault's paths once each, then those outside
 
 
 _PAGES_DIR = f"{VAULT_DIR}/pages"
@@ -3331,7 +3338,7 @@ def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
     local cache, used and never written (spec 12.5)."""
     cache = FileCache(workspace)
     cache.defer = True  # health needs no document of a file the cache's summary covers
-    return inspect_report(scan_workspace(workspace, cache=cache)), cache
+    return inspect_report(scan_workspace(workspace, cache=cache, health=True)), cache
 
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:
