@@ -15,6 +15,7 @@ functions come first; file and process I/O sit at the edges.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import dataclasses
 import datetime as _dt
@@ -1375,9 +1376,11 @@ class GitFacts:
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
 
 
-def collect_git_facts(workspace: Path) -> GitFacts:
+def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE) -> GitFacts:
+    """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
+    local-only files, where a gate needs every tracked path)."""
     scope = ["--", *_GIT_SCOPE]
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", *scope])
+    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", *tracked_scope])
     if tracked is None:
         return GitFacts(error=error)
     untracked, error = git_output(workspace, ["ls-files", "-z", "--others", "--exclude-standard",
@@ -1659,20 +1662,25 @@ def parse_marker(text: str) -> Tuple[Any, Optional[str]]:
 
 
 def scan_workspace(workspace: Path, *, git: bool = True, cache: Optional[FileCache] = None,
-                   ) -> Scan:
+                   health: bool = False) -> Scan:
     """Read the whole vault once, without following symlinks or writing anything.
 
     Git is asked from a second thread while this one reads files: both mostly wait on I/O.
     With `cache` (protocol commands only, never the gates), a file whose entry still matches
-    is not read, and documents keep no page text (see "The local cache")."""
+    is not read, and documents keep no page text (see "The local cache"). With `health` (for
+    `inspect_report` only), Git's tracked list holds only the local-only files."""
     with _PausedGC():
-        return _scan_workspace(workspace, git, cache)
+        return _scan_workspace(workspace, git, cache, health)
 
 
-def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None) -> Scan:
+def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None,
+                    health: bool = False) -> Scan:
     scan = Scan(workspace)
     git_facts: List[GitFacts] = []
-    worker = threading.Thread(target=lambda: git_facts.append(collect_git_facts(workspace)))
+    # Health needs only the tracked local-only files (`git_readiness`).
+    tracked_scope = LOCAL_ONLY_PATHS if health else _GIT_SCOPE
+    worker = threading.Thread(
+        target=lambda: git_facts.append(collect_git_facts(workspace, tracked_scope)))
     if git:
         worker.start()
     if cache is not None and not cache.opened:
@@ -1738,7 +1746,7 @@ def durable_candidates(scan: Scan) -> Tuple[str, ...]:
                 found.append(relative)
         except OSError:
             continue
-    return tuple(sorted(set(found)))
+    return tuple(sorted(found))  # distinct: the vault's paths once each, then those outside
 
 
 _PAGES_DIR = f"{VAULT_DIR}/pages"
@@ -1795,10 +1803,11 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     index: Optional[Tuple[os.DirEntry[str], str, str]] = None
     if cache is not None:
         cache.walked = scan
-    # A deferring cache's entries, matched inline for pages/ (the bulk of the vault).
-    quick = cache.entries if cache is not None and cache.defer and cache.trusted else None
+    deferring = cache is not None and cache.defer and cache.trusted
     while pending:
         directory, relative_dir = pending.pop()
+        if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
+            continue  # every file of the folder is as its entry describes it
         try:
             entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
         except OSError:
@@ -1807,7 +1816,9 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
         in_pages = relative_dir == _PAGES_DIR
         if in_pages and cache is not None and cache.keeps_page_listing:
             cache.page_listing = {entry.name: entry for entry in entries}
-        # Daily files, the other bulk, are matched inline too (`classify_vault_path`: "daily").
+        # A deferring cache's entries of this folder, matched inline for pages/ and daily files
+        # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
+        quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
         in_daily = relative_dir == _DAILY_DIR or relative_dir.startswith(_DAILY_PREFIX)
         for entry in entries:
             name = entry.name
@@ -1919,8 +1930,11 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 #   hooks, the Action, the merge tools) never read it: a committed cache is hostile input;
 # - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
 
+# The file is two JSON texts on two lines: a head (stamp, summary, folder signatures, and the
+# length of the second line, so that a torn file is never taken) and the entries, decoded only
+# by a walk that needs an entry: one in which every folder matched its signature needs none.
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
@@ -2050,7 +2064,13 @@ class FileCache:
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
-        self.entries: Dict[str, Any] = {}
+        self._entries: Dict[str, Any] = {}
+        self._raw: Optional[memoryview] = None  # the entries' JSON, until a walk needs them
+        self.decoded = False  # whether the entries' JSON was decoded
+        self.matched_folders = 0  # folders matched whole by their signature
+        # Per folder holding entries: its signature (`_folder_signature`) when every entry of
+        # the folder has its line, else None; a folder without entries is not named.
+        self.dirs: Dict[str, Optional[str]] = {}
         self.stamp = 0  # entries describe files strictly older than this (ns)
         self.state = "missing"  # "valid", "missing" or "ignored"
         self.reason: Optional[str] = None
@@ -2076,6 +2096,13 @@ class FileCache:
         self.total = 0  # entries read from CACHE_PATH
         self.deferred: List[Tuple[str, str, List[Any]]] = []
         self.deferred_pages = 0
+        # Folders whose listing matched their signature: (path + "/", kind, file names).
+        self.blocks: List[Tuple[str, str, List[str]]] = []
+        # A writer's signature lines: of each entry it keeps, and of each folder matched whole.
+        self.lines: Dict[str, str] = {}
+        self.folder_lines: Dict[str, List[str]] = {}
+        self.appended: Dict[str, List[Any]] = {}  # entries of the files the writer wrote
+        self.stale = 0  # entries of the second line that a later one of the same path replaced
         self.missed = 0  # vault Markdown files read that an entry could have described
         self.summarized = False  # whether the summary stood for every entry (no documents)
         # pages/ as the walk listed it, before it files any page: kept only for a reader that
@@ -2083,8 +2110,27 @@ class FileCache:
         self.page_listing: Optional[Dict[str, os.DirEntry[str]]] = None
         self.keeps_page_listing = False
 
+    @property
+    def entries(self) -> Dict[str, Any]:
+        """The entries, decoded from the cache's second line when first asked for."""
+        if self._raw is not None:
+            raw, self._raw, self.decoded = self._raw, None, True
+            try:
+                value = json.loads(bytes(raw).decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                value = None
+            if type(value) is dict:
+                self._entries = value
+            else:
+                self.ignore("it is not JSON (truncated or corrupt)")
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: Dict[str, Any]) -> None:
+        self._entries, self._raw = value, None
+
     def ignore(self, reason: str, writable: bool = True) -> FileCache:
-        self.entries, self.state, self.reason = {}, "ignored", reason
+        self.entries, self.state, self.reason, self.dirs = {}, "ignored", reason, {}
         self.writable = self.writable and writable
         return self
 
@@ -2111,37 +2157,32 @@ class FileCache:
             return self
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
-        problem = cache_tracking_problem(workspace)
-        if problem is not None:
-            return self.ignore(problem, writable=False)
+        tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
+        problem, value, rest = _read_cache(path, info.st_size)
+        tracked = cache_tracking_problem(workspace, tracking)
+        if tracked is not None:
+            return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
-        if info.st_size > CACHE_MAX_BYTES:
-            return self.ignore(f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB")
-        try:
-            value = json.loads(read_bytes(path, CACHE_MAX_BYTES).decode("utf-8"))
-        except OSError as exc:
-            return self.ignore(f"it cannot be read ({exc.strerror or exc})")
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return self.ignore("it is not JSON (truncated or corrupt)")
-        problem = cache_header_problem(value)
         if problem is not None:
             return self.ignore(problem)
-        self.entries, self.stamp, self.state = value["files"], value["stamp"], "valid"
-        self.summary, self.total = value["summary"], len(self.entries)
+        self._raw, self.stamp, self.state = rest, value["stamp"], "valid"
+        self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
+        self.stale = value["stale"]
         return self
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
                 "reusedEntries": self.reused, "readFiles": self.read,
-                "summaryUsed": self.summarized}
+                "summaryUsed": self.summarized, "matchedFolders": self.matched_folders,
+                "entriesDecoded": self.decoded}
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = MAX_TEXT_BYTES) -> Tuple[Optional[Document], Optional[os.stat_result]]:
         """The document of a vault file met by the walk: from its entry when that still
         matches the file, else read (and, for a writer, recorded). None (with `defer`): the
         entry matched and waits for `settle`."""
-        if not self.trusted:
-            record = None
+        if not self.trusted or relative.rpartition("/")[0] not in self.dirs:
+            record = None  # (the entries are not even decoded for a folder without any)
         elif self.fresh is None:  # a reader uses an entry once: free it at once
             record = self.entries.pop(relative, None)
         else:
@@ -2159,8 +2200,7 @@ class FileCache:
                     self.deferred.append((relative, kind, record))
                     self.reused += 1
                     self.deferred_pages += kind == "page"
-                    if self.fresh is not None:
-                        self.fresh[relative] = record
+                    self._keep(relative, record, info)
                     return None, info
                 try:
                     document = cached_document(relative, kind, record)
@@ -2168,8 +2208,7 @@ class FileCache:
                     self.ignore(f"its entry for {bounded(relative)} is malformed ({exc})")
                 else:
                     self.reused += 1
-                    if self.fresh is not None:
-                        self.fresh[relative] = record
+                    self._keep(relative, record, info)
                     _settle(document, kind)
                     return document, info
             elif not (isinstance(record, list) and len(record) == 5):
@@ -2185,7 +2224,7 @@ class FileCache:
                 and info.st_mtime_ns < self.fresh_stamp and info.st_ctime_ns < self.fresh_stamp:
             fresh = cache_record(kind, document, info)
             if fresh is not None:
-                self.fresh[relative] = fresh
+                self._keep(relative, fresh, info)
         keep = relative in _UNCACHED or (self.keep_migratable and kind == "page"
                                          and only_summary_missing(document.page_problems))
         _settle(document, kind)
@@ -2212,13 +2251,61 @@ class FileCache:
         if self.fresh is None:
             del self.entries[relative]  # a reader uses an entry once
         else:
-            self.fresh[relative] = record
+            self._keep(relative, record, info)
         self.deferred.append((relative, kind, record))
         self.reused += 1
         self.deferred_pages += kind == "page"
         assert self.walked is not None
         if self.walked.sizes:
             self.walked.files[relative] = (info.st_size, info.st_mtime)
+        return True
+
+    def _keep(self, relative: str, record: List[Any], info: os.stat_result) -> None:
+        """A writer's entry for the next cache, with the line of its folder's signature."""
+        if self.fresh is not None:
+            self.fresh[relative] = record
+            self.lines[relative] = _signature_line(relative.rpartition("/")[2], info)
+
+    def folder_entries(self, relative_dir: str) -> Optional[Dict[str, Any]]:
+        """The entries, for a walk of a folder that holds some (None: it holds none)."""
+        return self.entries if relative_dir in self.dirs else None
+
+    def match_folder(self, scan: Scan, relative_dir: str, directory: str) -> bool:
+        """Whether every file of a folder matches its entry, decided at once: the folder's
+        signature (`_folder_signature`) equals the cache's. Then each file is a regular file
+        whose entry matches as `load` matches it, and the whole folder is deferred (its sizes
+        recorded) without a step per file. False: the walk lists the folder as usual."""
+        wanted = self.dirs.get(relative_dir) if self.state == "valid" else None
+        if not wanted or os.scandir not in os.supports_fd:
+            return False
+        try:  # listed through a descriptor: each stat then resolves one name, not a path
+            descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                                 | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        try:
+            infos = [(entry.name, entry.stat(follow_symlinks=False))
+                     for entry in os.scandir(descriptor)]
+        except OSError:
+            return False
+        finally:
+            os.close(descriptor)
+        lines = sorted([f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/"
+                        f"{info.st_ctime_ns}/{info.st_ino}" for name, info in infos])
+        if _folder_signature(lines) != wanted:
+            return False
+        kind = classify_vault_path(f"{relative_dir}/x.md")
+        kind = "markdown" if kind == "nested" else kind
+        prefix = f"{relative_dir}/"
+        if scan.sizes:
+            scan.files.update({prefix + name: (info.st_size, info.st_mtime)
+                               for name, info in infos})
+        self.blocks.append((prefix, kind, [name for name, _info in infos]))
+        self.reused += len(infos)
+        self.matched_folders += 1
+        self.deferred_pages += len(infos) if kind == "page" else 0
+        if self.fresh is not None:
+            self.folder_lines[relative_dir] = lines
         return True
 
     def settle(self, scan: Scan) -> None:
@@ -2228,28 +2315,43 @@ class FileCache:
         rows of its `PageTable`); otherwise each deferred entry becomes its document, as
         `load` would have made it."""
         deferred, self.deferred = self.deferred, []
+        blocks, self.blocks = self.blocks, []
         summary = self.summary
+        paths: Dict[str, List[str]] = {"page": [], "daily": [], "markdown": []}
+        for relative, kind, _record in deferred:
+            paths[kind].append(relative)
+        for prefix, kind, names in blocks:
+            paths[kind] += [prefix + name for name in names]
         if (summary is not None and self.state == "valid" and not self.missed
-                and len(deferred) == self.total and summary["pages"] == self.deferred_pages
-                and summary["daily"] == sum(kind == "daily" for _path, kind, _r in deferred)):
-            pages = [(relative, kind, record) for relative, kind, record in deferred
-                     if kind == "page"]
-            table = page_table(scan, summary, self, pages) if self.writer else None
+                and sum(map(len, paths.values())) == self.total
+                and summary["pages"] == len(paths["page"]) == self.deferred_pages
+                and summary["daily"] == len(paths["daily"])):
+            pages = paths["page"]
+            table = page_table(scan, summary, len(pages), lambda: [
+                self.document(relative, "page", self.fresh.get(relative) if self.fresh
+                              else None) for relative in pages]) if self.writer else None
             if not self.writer or table is not None:
-                if table is not None:
-                    self.entries = {}  # `fresh` holds them: the JSON's keys are freed
                 scan.summary, self.summarized, self.table = summary, True, table
-                scan.summarized = [relative for relative, _kind, _record in pages]
-                scan.summarized_daily = [relative for relative, kind, _record in deferred
-                                         if kind == "daily"]
+                scan.summarized, scan.summarized_daily = pages, paths["daily"]
                 return
-        for relative, kind, record in deferred:
-            file_document(scan, self.document(relative, kind, record), kind)
+        # Every deferred entry, a folder matched whole giving its entries as None (`document`).
+        items: List[Tuple[str, str, Optional[List[Any]]]] = [*deferred, *(
+            (prefix + name, kind, None) for prefix, kind, names in blocks for name in names)]
+        for relative, kind, record in items:
+            document = self.document(relative, kind, record)
+            if record is None and self.fresh is not None and self.state == "valid":
+                self.fresh[relative] = self.entries[relative]  # its line is its folder's
+            file_document(scan, document, kind)
 
-    def document(self, relative: str, kind: str, record: List[Any]) -> Document:
-        """The document of a deferred entry: from the entry, or read when the cache turned
-        out malformed."""
-        if self.state == "valid":
+    def document(self, relative: str, kind: str, record: Optional[List[Any]] = None,
+                 ) -> Document:
+        """The document of a deferred entry (None: of a folder matched whole, looked up):
+        from the entry, or read when the cache turned out malformed."""
+        if record is None and self.state == "valid":
+            record = self.entries.get(relative)
+            if record is None and self.state == "valid":
+                self.ignore(f"its entry for {bounded(relative)} is missing")
+        if self.state == "valid" and record is not None:
             try:
                 document = cached_document(relative, kind, record)
             except ValueError as exc:
@@ -2264,10 +2366,11 @@ class FileCache:
 
     def _record_writes(self, table: PageTable, written: List[Tuple[str, str]],
                        ) -> Tuple[int, Optional[Dict[str, Any]]]:
-        """(stamp, summary) once the vault Markdown files a writer wrote have their entries:
-        each is read back after the file system's clock passed its times (the racily-clean
-        rule, with a new stamp), and the summary follows the pages the writer planned, which
-        must be the pages read back. A summary that cannot follow is dropped (None)."""
+        """(stamp, summary) once the vault Markdown files a writer wrote have their entries
+        (in `appended`): each is read back after the file system's clock passed its times (the
+        racily-clean rule, with a new stamp), and the summary follows the pages the writer
+        planned, which must be the pages read back. A summary that cannot follow is dropped
+        (None), and so are the entries of the files written."""
         assert self.fresh is not None and self.summary is not None
         try:
             newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
@@ -2280,6 +2383,8 @@ class FileCache:
             return self.fresh_stamp, None
         summary = dict(self.summary)
         conflicts, days = list(summary["conflicts"]), dict(summary["days"])
+        appended: Dict[str, List[Any]] = {}
+        lines: List[Tuple[str, str]] = []
         for relative, kind in written:
             document, info = _load_document(os.path.join(self.workspace, relative), relative,
                                             kind == "page")
@@ -2287,13 +2392,14 @@ class FileCache:
                 else cache_record(kind, document, info)
             if record is None:
                 return self.fresh_stamp, None
+            known = self._known(relative)
             if kind == "page":
                 at = _position(prospect.names, document.name)
                 if (document.meta is None or document.page_problems
                         or prospect.names[at:at + 1] != [document.name]
                         or prospect.rows[at] != index_row(document.name, document.meta)):
                     return self.fresh_stamp, None  # not the page the index was planned for
-            elif relative in self.fresh:
+            elif known:
                 return self.fresh_stamp, None  # its old facts are in the summary
             elif kind == "daily":
                 summary["daily"] += 1
@@ -2301,19 +2407,48 @@ class FileCache:
                 days[day] = days.get(day, 0) + _ENTRY_HEADINGS.func(document)
             if has_protocol_conflict(document.markers):
                 conflicts.append(vault_relative(relative))
-            self.fresh[relative] = record
+            assert info is not None
+            appended[relative] = record
+            self.stale += known
+            self.total += not known
+            lines.append((relative, _signature_line(document.name, info)))
+        self.appended = appended
+        for relative, line in lines:
+            self._line(relative, line)
         rendered = prospect.render()
         summary.update(pages=len(prospect.names), index=text_digest(rendered),
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
 
+    def _known(self, relative: str) -> bool:
+        """Whether the walk met an entry for `relative` (in a folder matched whole or not)."""
+        folder, _, name = relative.rpartition("/")
+        lines = self.folder_lines.get(folder)
+        if lines is None:
+            return relative in self.fresh if self.fresh is not None else False
+        at = bisect.bisect_left(lines, f"{name}/")
+        return lines[at:at + 1] != [] and lines[at].startswith(f"{name}/")
+
+    def _line(self, relative: str, line: str) -> None:
+        """Put the signature line of a file the writer wrote in its folder's lines."""
+        folder, _, name = relative.rpartition("/")
+        lines = self.folder_lines.get(folder)
+        if lines is None:
+            self.lines[relative] = line
+            return
+        at = bisect.bisect_left(lines, f"{name}/")
+        if lines[at:at + 1] and lines[at].startswith(f"{name}/"):
+            del lines[at]
+        bisect.insort(lines, line)
+
     def save(self, changes: Optional[ChangeSet] = None) -> None:
         """Replace CACHE_PATH with this writer's entries (under the lock, after its change),
         when enough changed. Best effort: a cache that cannot be written is simply older.
         After a walk that took the summary (a `PageTable`), the files the writer wrote get
         their entries and the summary is brought up to date, so the next command takes it
-        too: then the cache is replaced whenever the writer wrote a vault Markdown file."""
+        too: then the cache is replaced whenever the writer wrote a vault Markdown file, and
+        the entries of the files written are added to the second line as they are."""
         # Without a walk (or a lock time) `fresh` knows nothing: saving it would empty the cache.
         scan = self.walked
         if self.fresh is None or not self.writable or scan is None or not self.fresh_stamp:
@@ -2323,7 +2458,17 @@ class FileCache:
         if self.table is not None and self.state == "valid":
             written = _written_markdown(changes)
             if written:
-                self._write(*self._record_writes(self.table, written))
+                stamp, summary = self._record_writes(self.table, written)
+                if summary is not None and self._raw is not None and self.stale <= max(
+                        CACHE_MIN_CHANGES, self.total // CACHE_CHANGE_SHARE):
+                    self._append(stamp, summary, self._raw)
+                    return
+                # The whole cache again: every entry, and those of the files written when the
+                # summary follows them.
+                appended, self.appended = self.appended if summary is not None else {}, {}
+                self.fresh = {**self.entries, **self.fresh, **appended}
+                if self.state == "valid":
+                    self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
         old = self.entries
         same = sum(1 for path, record in self.fresh.items()
@@ -2333,37 +2478,120 @@ class FileCache:
         # Every document of the walk has an entry: a summary of them can stand for them all.
         complete = len(self.fresh) == sum(1 for document in scan.documents()
                                           if document.path not in _UNCACHED)
-        if changed == 0 and (self.summary is not None or not complete or not self.fresh):
+        if changed == 0 and self._folders() == self.dirs and (
+                self.summary is not None or not complete or not self.fresh):
             return  # an idempotent command leaves the cache, like every file, as it was
         if (self.state == "valid" and self.trusted and changed < enough
                 and (self.summary is not None or not complete)):
             return
         self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
 
+    def _folders(self) -> Dict[str, Optional[str]]:
+        """The signature of each folder holding entries of `fresh` (None unless every entry
+        there has its line): the sorted lines of a folder matched whole, else of its entries."""
+        assert self.fresh is not None
+        counts: Dict[str, int] = {}
+        grouped: Dict[str, List[str]] = {}
+        for relative in self.fresh:
+            folder = relative.rpartition("/")[0]
+            counts[folder] = counts.get(folder, 0) + 1
+            if folder not in self.folder_lines:
+                grouped.setdefault(folder, []).append(self.lines.get(relative, ""))
+        folders: Dict[str, Optional[str]] = {}
+        for folder, count in counts.items():
+            lines = self.folder_lines.get(folder) or grouped.get(folder, [])
+            folders[folder] = (_folder_signature(sorted(lines))
+                               if len(lines) == count and "" not in lines else None)
+        return folders
+
+    def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
+              folders: Dict[str, Optional[str]], files: int) -> bytes:
+        return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
+                           "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
+                           "stamp": stamp, "summary": summary, "entries": self.total,
+                           "stale": self.stale, "filesBytes": files, "dirs": folders},
+                          separators=(",", ":")).encode("ascii") + b"\n"
+
+    def _append(self, stamp: int, summary: Dict[str, Any], raw: memoryview) -> None:
+        """Write the cache of a writer that took the summary: the second line as it was read
+        (entries of the walk's files, none decoded), then the entries of the files written,
+        which replace any earlier entry of the same path when it is decoded."""
+        assert self.fresh is not None
+        folders = dict(self.dirs)
+        for folder in {relative.rpartition("/")[0] for relative in self.appended}:
+            lines = self.folder_lines.get(folder)
+            if lines is None:  # a folder walked entry by entry, or created by the writer
+                lines = [line for relative, line in self.lines.items()
+                         if relative.rpartition("/")[0] == folder]
+                folders[folder] = None if len(lines) != sum(
+                    1 for relative in {*self.fresh, *self.appended}
+                    if relative.rpartition("/")[0] == folder) else _folder_signature(sorted(lines))
+            else:
+                folders[folder] = _folder_signature(lines)
+        added = json.dumps(self.appended, separators=(",", ":")).encode("ascii")
+        files = [raw[:-1], b"," if len(raw) > 2 else b"", added[1:]]
+        size = sum(map(len, files))
+        self._publish(b"".join([self._head(stamp, summary, folders, size), *files]))
+
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         # The walk and the old entries are no longer needed: free them before the JSON text
         # and its bytes, the peak of a writer's memory at 100,000 pages.
         self.walked, self.entries = None, {}
         assert self.fresh is not None
-        head = json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
-                           "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": stamp, "summary": summary, "files": {}},
-                          separators=(",", ":"))
+        self.total, self.stale = len(self.fresh), 0
+        folders = self._folders()
         # The entries are encoded a slice at a time into one buffer: the whole JSON text and
         # its bytes never exist side by side.
-        data = bytearray(head[:-2].encode("ascii"))
+        data = bytearray(b"{")
         items = list(self.fresh.items())
         for start in range(0, len(items), CACHE_SLICE):
             data += b"," if start else b""
             data += json.dumps(dict(items[start:start + CACHE_SLICE]),
                                separators=(",", ":"))[1:-1].encode("ascii")
-        data += b"}}"
+        data += b"}"
+        self._publish(self._head(stamp, summary, folders, len(data)) + data)
+
+    def _publish(self, data: bytes) -> None:
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
-            publish_file(*stage_file(self.workspace, CACHE_PATH, cast(bytes, data), "cache"),
-                         "cache")
+            publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _folder_signature(lines: List[str]) -> str:
+    """SHA-256 of a folder's sorted signature lines joined by `/`: no name holds a `/`, so two
+    folders get the same text only when their files have the same names, modes, sizes, times
+    and inodes."""
+    return hashlib.sha256("/".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _signature_line(name: str, info: os.stat_result) -> str:
+    """A file's line in its folder's signature: its name (no `/` in it) and what an entry is
+    validated by, with the mode (a regular file's), so that lines joined by `/` say the same
+    as the entries only when every file of the folder matches its entry."""
+    return (f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/"
+            f"{info.st_ino}")
+
+
+def _read_cache(path: Path, size: int) -> Tuple[Optional[str], Any, memoryview]:
+    """(why the cache cannot be used or None, its head, its entries line) of CACHE_PATH."""
+    if size > CACHE_MAX_BYTES:
+        return f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, memoryview(b"")
+    try:
+        data = read_bytes(path, CACHE_MAX_BYTES)
+        end = data.find(b"\n")
+        # The entries' line is not copied: decoded (or written out again) from a view.
+        rest = memoryview(data)[end + 1:] if end >= 0 else memoryview(b"")
+        value = json.loads(data[:end if end >= 0 else len(data)].decode("utf-8"))
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})", None, memoryview(b"")
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "it is not JSON (truncated or corrupt)", None, memoryview(b"")
+    problem = cache_header_problem(value)
+    if problem is None and value["filesBytes"] != len(rest):
+        problem = "it is not JSON (truncated or corrupt)"
+    return problem, value, rest
 
 
 def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
@@ -2410,10 +2638,15 @@ def cache_ignored(workspace: Path) -> bool:
     return f"/{CACHE_PATH.rpartition('/')[2]}" in text.splitlines()
 
 
-def cache_tracking_problem(workspace: Path) -> Optional[str]:
+_CACHE_TRACKING = ("ls-files", "-z", "--cached", "--", CACHE_PATH)
+
+
+def cache_tracking_problem(workspace: Path, started: Optional[Tuple[
+        Optional[subprocess.Popen[bytes]], Optional[str]]] = None) -> Optional[str]:
     """Why the cache must not be used because of Git, or None: a tracked cache came from a
-    commit, not from this checkout's writers."""
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", CACHE_PATH])
+    commit, not from this checkout's writers. `started`: the `git_start` of that question."""
+    tracked, error = git_finish(started or git_start(workspace, _CACHE_TRACKING),
+                                _CACHE_TRACKING)
     if tracked is None:
         if any(os.path.lexists(folder / ".git") for folder in (workspace, *workspace.parents)):
             return f"Git cannot say whether it is tracked ({bounded(error)})"
@@ -2448,7 +2681,11 @@ def cache_header_problem(value: object) -> Optional[str]:
                 f"of engine {ENGINE_VERSION}")
     if engine_digest() is None or value.get("engineSha256") != engine_digest():
         return "another build of this engine version wrote it"
-    if not _is_int(value.get("stamp")) or not isinstance(value.get("files"), dict):
+    folders = value.get("dirs")
+    if not (all(_is_int(value.get(key)) for key in ("stamp", "entries", "stale", "filesBytes"))
+            and type(folders) is dict
+            and all(signature is None or type(signature) is str
+                    for signature in folders.values())):
         return "its fields are not those of a cache"
     if not (value.get("summary") is None or summary_valid(value["summary"])):
         return "its summary is malformed"
@@ -2501,14 +2738,14 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     return cache.table if cache.table is not None else scan.pages
 
 
-def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
-               pages: List[Tuple[str, str, List[Any]]]) -> Optional[PageTable]:
+def page_table(scan: Scan, summary: Dict[str, Any], pages: int,
+               documents: Callable[[], List[Document]]) -> Optional[PageTable]:
     """The `PageTable` of a writer's walk in which every entry matched, or None when the
     summary cannot stand for its pages: it has no names in index order, the pages make no
     index, or the index on disk is not the one the summary rendered (its rows are the
     table's)."""
     names, rendered = summary["names"], summary["index"]
-    if rendered is None or scan.index_text is None or len(names) != len(pages):
+    if rendered is None or scan.index_text is None or len(names) != pages:
         return None
     if text_digest(scan.index_text) != rendered:
         return None
@@ -2516,8 +2753,7 @@ def page_table(scan: Scan, summary: Dict[str, Any], cache: FileCache,
     rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
     if len(rows) != len(names):  # a row over several lines: no row per name
         return None
-    return PageTable(names, rows, summary["deprecated"],
-                     lambda: [cache.document(*page) for page in pages])
+    return PageTable(names, rows, summary["deprecated"], documents)
 
 
 _Item = TypeVar("_Item")
@@ -2728,7 +2964,9 @@ def storage_figures(scan: Scan) -> Dict[str, Any]:
     return {
         "totalBytes": total,
         "totalFiles": len(scan.files),
-        "markdownFiles": sum(1 for path in scan.files if path.casefold().endswith(".md")),
+        # A path ending in ".md" needs no case folding (the common case, tested in C first).
+        "markdownFiles": len([path for path in scan.files
+                              if path[-3:] == ".md" or path.casefold().endswith(".md")]),
         "lastModified": (_dt.datetime.fromtimestamp(latest, _dt.timezone.utc)
                          .isoformat(timespec="seconds") if latest is not None else None),
     }
@@ -3100,7 +3338,7 @@ def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
     local cache, used and never written (spec 12.5)."""
     cache = FileCache(workspace)
     cache.defer = True  # health needs no document of a file the cache's summary covers
-    return inspect_report(scan_workspace(workspace, cache=cache)), cache
+    return inspect_report(scan_workspace(workspace, cache=cache, health=True)), cache
 
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:

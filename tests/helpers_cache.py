@@ -23,8 +23,19 @@ Outcome = Tuple[int, Any]
 
 
 def cache_record(repo: Path) -> Dict[str, Any]:
-    value: Dict[str, Any] = json.loads((repo / CACHE).read_bytes())
+    """The cache's head with its entries under "files" (the second line, decoded)."""
+    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
+    value: Dict[str, Any] = json.loads(head)
+    value["files"] = json.loads(files)
     return value
+
+
+def write_cache_record(repo: Path, record: Dict[str, Any]) -> None:
+    """Write a `cache_record` back as the engine lays it out (head line, entries line)."""
+    head = dict(record)
+    files = json.dumps(head.pop("files")).encode("utf-8")
+    head["filesBytes"] = len(files)
+    (repo / CACHE).write_bytes(json.dumps(head).encode("utf-8") + b"\n" + files)
 
 
 def _scrub(value: Any, repo: Path) -> Any:

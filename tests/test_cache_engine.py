@@ -19,6 +19,7 @@ from helpers_cache import (
     read_only_agree,
     upsert_payload,
     without_cache,
+    write_cache_record,
 )
 from helpers_writer import INDEX, cli, init_vault, ok, page, runtime, snapshot
 
@@ -72,7 +73,8 @@ def test_status_uses_the_cache_reads_only_what_changed_and_never_writes(repo: Pa
     # Every page and daily file comes from the cache; the index and AGENT_PROTOCOL.md are read,
     # and so is the page written after `init`.
     assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
-                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False}
+                      "reusedEntries": 3, "readFiles": 3, "summaryUsed": False,
+                      "matchedFolders": 1, "entriesDecoded": True}
     (repo / CACHE).unlink()
     before = snapshot(repo)
     assert status(repo)["cache"]["state"] == "missing"
@@ -132,19 +134,19 @@ def _garbage(repo: Path) -> None:
 def _foreign(repo: Path) -> None:
     record = cache_record(repo)
     record["engineVersion"] = "9.9.9"
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _other_build(repo: Path) -> None:
     record = cache_record(repo)
     record["engineSha256"] = "0" * 64  # same version number, another engine file
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _newer_format(repo: Path) -> None:
     record = cache_record(repo)
     record["version"] = engine.CACHE_VERSION + 1
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _wrong_types(repo: Path) -> None:
@@ -153,7 +155,7 @@ def _wrong_types(repo: Path) -> None:
     record = cache_record(repo)
     entry = record["files"]["EchoesVault/pages/beta.md"]
     entry[4] = json.dumps([None, None, ["note", "active", 42, 1, 6, 5, []]])
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 def _not_an_entry(repo: Path) -> None:
@@ -161,7 +163,24 @@ def _not_an_entry(repo: Path) -> None:
     record = cache_record(repo)
     first = min(path for path in record["files"] if path.startswith(f"{PAGES}/"))
     record["files"][first] = "bogus"
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
+
+
+def _entries_cut(repo: Path) -> None:
+    """The head intact, the entries line shorter than the head says (a torn write)."""
+    (repo / CACHE).write_bytes((repo / CACHE).read_bytes()[:-1])
+
+
+def _entries_garbage(repo: Path) -> None:
+    """The entries line as long as the head says, but not JSON: seen once a walk decodes it."""
+    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
+    (repo / CACHE).write_bytes(head + b"\n" + b"\xff" * len(files))
+
+
+def _folder_not_text(repo: Path) -> None:
+    record = cache_record(repo)
+    record["dirs"]["EchoesVault/pages"] = 5
+    write_cache_record(repo, record)
 
 
 def _deep(repo: Path) -> None:
@@ -202,6 +221,9 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "wrong types": (_wrong_types, "is malformed", True),
     "not an entry": (_not_an_entry, "is malformed", True),
     "nested too deeply": (_deep, "not JSON", True),
+    "entries line cut": (_entries_cut, "not JSON", True),
+    "entries line not JSON": (_entries_garbage, "not JSON", True),
+    "folder signature not text": (_folder_not_text, "not those of a cache", True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),
     "directory": (_directory, "must be a regular file", False),
@@ -285,7 +307,7 @@ def test_gates_never_read_the_cache(repo: Path) -> None:
     record["files"]["EchoesVault/pages/broken.md"] = [
         info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
         json.dumps([None, None, ["note", "active", "Forged.", 1, 3, 2, None]])]
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
     # The protocol commands trust an entry that matches (a local file, like Git's index)...
     assert status(repo)["health"]["invalidFrontmatter"] == []
     # ... the gates read the page: the repository is hostile to them.

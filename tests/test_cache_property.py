@@ -110,6 +110,10 @@ def run_step(repo: Path, scratch: Path, name: str, summary: str, which: str) -> 
                 ("daily-same-size", 0, 0, "status"), ("swap", 1, 0, "rebuild-index")])
 @example(steps=[("daily", 1, 0, "append"), ("daily-same-size", 1, 0, "start"),
                 ("touch-old", 2, 1, "hydrate"), ("directory", 2, 1, "end")])
+# Writers one after another with nothing changed outside (a rename onto an existing page does
+# nothing): each adds its entries to the line it read, and the last one of a page counts.
+@example(steps=[("rename", 0, 0, "upsert"), ("rename", 0, 1, "upsert"), ("rename", 0, 2, "end"),
+                ("touch-old", 1, 0, "status"), ("rename", 0, 0, "append")])
 def test_outputs_with_the_cache_equal_outputs_without_it(steps: List[Step]) -> None:
     with tempfile.TemporaryDirectory() as temporary:
         repo = init_repo(Path(temporary) / "repo")

@@ -7,7 +7,6 @@ output as without a cache."""
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from helpers_cache import (
     rewrite_keeping_stat,
     upsert_payload,
     without_cache,
+    write_cache_record,
     writer_agrees,
 )
 from helpers_writer import init_vault, ok, page, runtime
@@ -67,9 +67,12 @@ def test_status_and_inspect_take_the_summary_when_nothing_changed(repo: Path) ->
     assert summary["pages"] == 3 and summary["daily"] == 1
     assert summary["deprecated"] == ["beta"] and summary["conflicts"] == ["raw/note.md"]
     report = read_only_agree(repo, card=True)
-    # Five entries matched; only the index and AGENT_PROTOCOL.md, never cached, were read.
+    # Five entries matched, in three folders (pages/, the day's, raw/) each matched whole by
+    # its signature, so the entries were not even decoded; only the index and
+    # AGENT_PROTOCOL.md, never cached, were read.
     assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
-                      "reusedEntries": 5, "readFiles": 2, "summaryUsed": True}
+                      "reusedEntries": 5, "readFiles": 2, "summaryUsed": True,
+                      "matchedFolders": 3, "entriesDecoded": False}
     assert command(repo, "inspect") == without_cache(repo, "inspect")
     health = ok(runtime(repo, "status"))["health"]
     assert (health["todayEntries"], health["conflictMarkers"]) == (2, ["raw/note.md"])
@@ -157,7 +160,7 @@ def test_an_index_edited_by_hand_is_judged_from_its_own_rows(repo: Path) -> None
 def _summary(repo: Path, change: Callable[[Dict[str, Any]], None]) -> None:
     record = cache_record(repo)
     change(record["summary"])
-    (repo / CACHE).write_text(json.dumps(record), encoding="utf-8")
+    write_cache_record(repo, record)
 
 
 @pytest.mark.parametrize("change", [
@@ -205,7 +208,46 @@ def test_writers_keep_the_summary_for_the_next_command(repo: Path, tmp_path: Pat
         writer_agrees(repo, tmp_path / f"scratch-{number}", *args, payload=payload)
         report = read_only_agree(repo)
         assert report["summaryUsed"], (name, report)
+        # The writer brought the signatures of the folders it wrote in up to date: every
+        # folder matches whole, and the entries are not decoded.
+        assert report["matchedFolders"] == 3 and not report["entriesDecoded"], (name, report)
     assert cache_record(repo)["summary"]["deprecated"] == ["alpha"]
+
+
+def _entries_line(repo: Path) -> bytes:
+    return (repo / CACHE).read_bytes().partition(b"\n")[2]
+
+
+def test_a_writer_adds_its_entries_to_the_line_it_read_and_the_last_one_counts(
+        repo: Path) -> None:
+    """A writer that took the summary writes the entries line back as it read it, with the
+    entries of the files it wrote after it: a page written twice has three entries there, and
+    the last is the one a walk that decodes the entries uses."""
+    for summary in ("Alpha two.", "Alpha three."):
+        ok(runtime(repo, "upsert", "--payload", "-",
+                   payload=upsert_payload(repo, "alpha.md", summary)))
+    assert _entries_line(repo).count(b'"EchoesVault/pages/alpha.md"') == 3
+    record = cache_record(repo)
+    assert (record["stale"], record["entries"]) == (2, 5)
+    os.utime(repo / PAGES / "Gamma.md")  # pages/ no longer matches whole: entries are decoded
+    report = read_only_agree(repo, card=True)
+    assert report == {"path": ".echoes-vault/cache.json", "state": "valid", "reason": None,
+                      "reusedEntries": 4, "readFiles": 3, "summaryUsed": False,
+                      "matchedFolders": 2, "entriesDecoded": True}
+
+
+def test_replaced_entries_are_dropped_once_there_are_enough(repo: Path) -> None:
+    """Each write of an existing page leaves its old entry in the line; once more than
+    CACHE_MIN_CHANGES are stale (at this size), the writer encodes every entry once again."""
+    stale = []
+    for number in range(engine.CACHE_MIN_CHANGES + 2):
+        ok(runtime(repo, "upsert", "--payload", "-",
+                   payload=upsert_payload(repo, "alpha.md", f"Alpha {number:02d}.")))
+        stale.append(cache_record(repo)["stale"])
+    assert max(stale) == engine.CACHE_MIN_CHANGES and 0 in stale, stale
+    assert _entries_line(repo).count(b'"EchoesVault/pages/alpha.md"') == stale[-1] + 1
+    report = read_only_agree(repo)
+    assert report["summaryUsed"] and not report["entriesDecoded"]
 
 
 def test_a_writer_whose_index_was_edited_derives_from_the_files(repo: Path,
@@ -238,3 +280,19 @@ def test_the_rows_of_a_table_are_the_rows_a_full_parse_finds(names: List[str]) -
                               [], lambda: [])
     assert table.render() == rendered
     assert engine.table_row_facts(table, rendered) == engine.index_row_facts(rendered, names)
+
+
+def test_a_folder_holding_a_file_without_an_entry_is_matched_entry_by_entry(
+        repo: Path, tmp_path: Path) -> None:
+    """pages/ with a file that is no page never matches its signature: its entries are decoded
+    and matched one by one, the summary still stands, and a writer that decoded them writes
+    every entry again with those of the files it wrote, so the next command takes it too."""
+    (repo / PAGES / "notes.txt").write_text("Not a page.\n", encoding="utf-8")
+    _age(repo)
+    ok(runtime(repo, "rebuild-index"))
+    report = read_only_agree(repo)
+    assert report["summaryUsed"] and report["entriesDecoded"] and report["matchedFolders"] == 2
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+    report = read_only_agree(repo)
+    assert report["summaryUsed"] and report["reusedEntries"] == 6, report
