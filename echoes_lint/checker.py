@@ -359,9 +359,12 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Con
         reader.worker = _PageWorker.start(root)
     try:
         scan = engine.scan_workspace(root, git=git, cache=reader)
-    finally:
-        if reader is not None:
-            reader.finish()
+    except BaseException:
+        if reader is not None and reader.worker is not None:
+            reader.worker.stop()
+        raise
+    if reader is not None:
+        reader.finish()
     if git and (scan.git.error or not scan.git.available):
         raise _git_problem(root, scan.git.error)
     available = scan.git.available
@@ -441,13 +444,14 @@ class _GateReader(engine.FileCache):
         names, digest = _page_files(listing)
         self._links = links.PageLinks(names)
         if self.worker is not None and not self.worker.agrees(digest):
-            self.finish()
+            self.worker.stop()
+            self.worker = None
 
     def finish(self) -> None:
-        """Stop and reap the worker, if there is one (the walk is over, or went wrong)."""
+        """At the end of the walk: let the worker end and check that it ended well."""
         worker, self.worker = self.worker, None
         if worker is not None:
-            worker.stop()
+            worker.finish()
 
 
 _PAGES_PREFIX = f"{VAULT}/pages/"
@@ -646,7 +650,23 @@ class _PageWorker:
         self.stop()
         raise WorkerFailed(f"the process that reads pages {what}; run the check again")
 
+    def finish(self) -> None:
+        """Tell the worker to stop (it ends within one page, or when it next writes to the
+        closed pipe) and wait for it: one that failed on its own fails the check, even where
+        the walk read every page itself."""
+        if self.reaped:
+            return
+        self.reaped = True
+        self.progress[0] = _NEVER
+        os.close(self.fd)
+        _pid, status = os.waitpid(self.pid, 0)
+        if status:
+            raise WorkerFailed(f"the process that reads pages exited with status {status}; "
+                               "run the check again")
+
     def stop(self) -> None:
+        """End the worker now, whatever it is doing (the walk went wrong, or listed another
+        pages/)."""
         if self.reaped:
             return
         self.reaped = True
@@ -669,7 +689,15 @@ def _work(pages: str, write_fd: int, progress: memoryview) -> None:
         while view:
             view = view[os.write(write_fd, view):]
 
-    entries = sorted(os.scandir(pages), key=operator.attrgetter("name"))
+    with contextlib.suppress(BrokenPipeError):  # the walk closed the pipe: it needs no more
+        _send_pages(pages, send, progress)
+
+
+def _send_pages(pages: str, send: Callable[[Any], None], progress: memoryview) -> None:
+    try:
+        entries = sorted(os.scandir(pages), key=operator.attrgetter("name"))
+    except OSError:  # gone since the start: the walk finds no listing to agree with either
+        entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
     send(digest)
     page_links = links.PageLinks(names)
