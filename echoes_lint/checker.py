@@ -26,11 +26,12 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Optional
+from typing import Any, Callable, Optional
 
 from echoes_lint import engine, gitindex
 from echoes_lint.config import (
@@ -404,8 +405,8 @@ class _GateReader(engine.FileCache):
     read any page there). `CheckResult.sources` reads a page again for the report's source
     lines.
 
-    With a `_PageWorker`, the pages of `pages/` that need no text are read and parsed from
-    both ends of the listing at once: this process from the first, the worker from the last."""
+    With a `_PageWorker`, daily files and the pages that need no text come from a second
+    process where it has read them already (see there)."""
 
     def __init__(self, workspace: Path) -> None:
         super().__init__(workspace)
@@ -421,13 +422,17 @@ class _GateReader(engine.FileCache):
         if kind == "page" and self._links is None:
             self._start_pages()
         worker = self.worker
-        if worker is not None and kind == "page" and limit == engine.MAX_TEXT_BYTES \
-                and relative.startswith(_PAGES_PREFIX):
-            self._position += 1
-            row = worker.take(entry.name, self._position - 1)
-            if row is not None:
-                self.dropped = True
-                return _lean_document(relative, row)
+        if worker is not None and limit == engine.MAX_TEXT_BYTES:
+            if kind == "page" and relative.startswith(_PAGES_PREFIX):
+                self._position += 1
+                row = worker.page(entry.name, self._position - 1)
+                if row is not None:
+                    self.dropped = True
+                    return _lean_document(relative, row)
+            elif kind == "daily":
+                daily = worker.daily(relative)
+                if daily is not None:
+                    return _daily_document(daily)
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
@@ -438,14 +443,13 @@ class _GateReader(engine.FileCache):
         return document, info
 
     def _start_pages(self) -> None:
-        """At the first page: judge links by the walk's listing of pages/, and keep the
-        worker's rows only when it listed the same files."""
+        """At the first page: judge links by the walk's listing of pages/, and take the
+        worker's pages only when it listed the same files."""
         listing, self.page_listing = self.page_listing or {}, None
         names, digest = _page_files(listing)
         self._links = links.PageLinks(names)
-        if self.worker is not None and not self.worker.agrees(digest):
-            self.worker.stop()
-            self.worker = None
+        if self.worker is not None:
+            self.worker.compare(digest)
 
     def finish(self) -> None:
         """At the end of the walk: let the worker end and check that it ended well."""
@@ -455,6 +459,7 @@ class _GateReader(engine.FileCache):
 
 
 _PAGES_PREFIX = f"{VAULT}/pages/"
+_DAILY_DIR = f"{VAULT}/daily"
 
 
 def _needs_text(document: engine.Document, page_links: links.PageLinks) -> bool:
@@ -486,9 +491,10 @@ def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], b
 
 
 # A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
-# close index, type, status, summary).
+# close index, type, status, summary); a daily file: (path, size, mtime, mode, text).
 _Row = tuple[str, int, float, int, int, Optional[int], Optional[int], Optional[str],
              Optional[str], Optional[str]]
+_Daily = tuple[str, int, float, int, str]
 
 
 def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLinks,
@@ -503,14 +509,32 @@ def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLink
             meta.close_line, meta.close_index, meta.type, meta.status, meta.summary)
 
 
+def _daily_row(entry: os.DirEntry[str], relative: str) -> Optional[_Daily]:
+    """What the worker sends of a daily file without markers, or None (the walk reads it)."""
+    document, info = engine._load_document(entry.path, relative, False)
+    if info is None or document.text is None or document.markers:
+        return None
+    return relative, info.st_size, info.st_mtime, info.st_mode, document.text
+
+
+def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
+    """The facts of a file the walk records (mode, size, mtime), as a worker read them."""
+    return os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
+
+
 def _lean_document(relative: str, row: _Row) -> tuple[engine.Document, os.stat_result]:
-    """The document, and the file facts the walk records (mode, size, mtime), of a lean row:
-    what `load` makes of the same page."""
+    """What `load` makes of the page of a lean row."""
     _name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    info = os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
-    return engine.Document(relative, None, None, _NO_MARKERS, meta), info
+    return (engine.Document(relative, None, None, _NO_MARKERS, meta),
+            _file_facts(mode, size, mtime))
+
+
+def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
+    """What `load` makes of the daily file of a row."""
+    relative, size, mtime, mode, text = row
+    return engine.Document(relative, text, None, _NO_MARKERS), _file_facts(mode, size, mtime)
 
 
 class WorkerFailed(ConfigError):
@@ -519,187 +543,195 @@ class WorkerFailed(ConfigError):
 
 
 class _PageWorker:
-    """A forked process that lists pages/ itself and reads and parses its pages from the last
-    one down, sending the pages that need no text (`_lean_row`) through a pipe, while the walk
-    reads them from the first one up; shared memory says how far each got, so both stop where
-    they meet. On a machine with two CPUs the pages take about half the time.
+    """A forked process that reads vault files beside the walk: first every daily file, then
+    the pages of pages/ from the last one down, while the walk reads them from the first one
+    up; shared memory says how far each got, so both stop where they meet. It writes the
+    daily files without markers and the pages that need no text (`_lean_row`) to an
+    anonymous file, which the walk reads once the worker has ended. With two CPUs, the vault
+    takes about half the time to read.
 
-    The worker never decides anything alone: the walk takes a row only for a page it reached,
-    by name, after the worker exited cleanly and listed pages/ as the walk did (the same
-    digest, so links are judged by the same files); any other page it reads itself. A worker
-    that dies is an error, never a pass. Where there is no fork (or one CPU, or threads that
-    a fork could deadlock), the walk reads every page itself."""
+    The worker never decides anything alone: the walk takes a row only for a file it reached
+    itself, by path, after the worker exited cleanly, and takes pages only if the worker
+    listed pages/ as it did (the same digest, so links are judged by the same files); any
+    other file it reads itself. A worker that dies is an error, never a pass. Where there is
+    no fork (or one CPU, or threads that a fork could deadlock), the walk reads everything."""
 
-    CHUNK = 64  # rows a frame, and pages between two looks at the shared progress
+    CHUNK = 256  # rows a frame, and pages between two looks at the walk's progress
 
-    def __init__(self, pid: int, read_fd: int, progress: memoryview) -> None:
+    def __init__(self, pid: int, pipe: int, rows: int, progress: memoryview) -> None:
         self.pid = pid
-        self.fd = read_fd
-        self.progress = progress  # [next page the walk reads, lowest page the worker sent]
-        self.buffer = bytearray()
-        self.rows: Optional[dict[str, _Row]] = None  # once collected
+        self.pipe = pipe  # the worker's digest of pages/
+        self.file = rows  # the frames it wrote
+        self.progress = progress  # [next page the walk reads, lowest page the worker wrote]
+        self.pages: Optional[dict[str, _Row]] = None  # once collected
+        self.days: dict[str, _Daily] = {}
+        self.digest: Optional[bytes] = None
+        self.listed_alike = False
         self.reaped = False
 
     @classmethod
     def start(cls, root: Path) -> Optional[_PageWorker]:
-        pages = root / VAULT / "pages"
+        vault = root / VAULT
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
         if (not hasattr(os, "fork") or cpus < 2 or threading.active_count() > 1
-                or not pages.is_dir() or pages.is_symlink()):
+                or not vault.is_dir() or vault.is_symlink()):
             return None
         shared = mmap.mmap(-1, 16)
         progress = memoryview(shared).cast("q")
         progress[0], progress[1] = 0, _NEVER
-        read_fd, write_fd = os.pipe()
+        try:
+            rows = _anonymous_file()
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return None
         try:
             pid = os.fork()
         except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
+            for descriptor in (rows, read_fd, write_fd):
+                os.close(descriptor)
             return None
         if pid == 0:  # the worker: it never returns, and never runs the parent's clean-up
             status = 1
             try:
                 os.close(read_fd)
-                _work(str(pages), write_fd, progress)
+                _work(str(vault), write_fd, rows, progress)
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_fd)
-        return cls(pid, read_fd, progress)
+        return cls(pid, read_fd, rows, progress)
 
-    def agrees(self, digest: bytes) -> bool:
-        """Whether the worker listed pages/ as the walk did (its first frame)."""
-        first = self._frame(0)
-        while first is None:
-            chunk = os.read(self.fd, 1 << 16)
-            if not chunk:
-                self._failed("ended before it listed pages/")
-            self.buffer += chunk
-            first = self._frame(0)
-        frame, end = first
-        del self.buffer[:end]
-        os.set_blocking(self.fd, False)
-        return bool(frame == digest)
+    def compare(self, digest: bytes) -> None:
+        """Take pages from the worker only if it listed pages/ as the walk did."""
+        self.listed_alike = self._digest() == digest
+        if not self.listed_alike:
+            self.progress[0] = _NEVER  # no page of its is taken: it need not read any
 
-    def take(self, name: str, position: int) -> Optional[_Row]:
-        """The worker's row for the page at `position` of the walk, or None when the walk
-        reads it itself."""
-        if self.rows is None:
+    def _digest(self) -> bytes:
+        """The worker's digest of pages/ (empty if it ended before it listed the folder)."""
+        if self.digest is None:
+            received = b""
+            while len(received) < _DIGEST_SIZE:
+                chunk = os.read(self.pipe, _DIGEST_SIZE - len(received))
+                if not chunk:
+                    break
+                received += chunk
+            self.digest = received
+        return self.digest
+
+    def page(self, name: str, position: int) -> Optional[_Row]:
+        """The worker's row for the page at `position` of the walk's pages, or None when the
+        walk reads it itself."""
+        if not self.listed_alike:
+            return None
+        if self.pages is None:
             progress = self.progress
             if position < progress[1]:  # the worker has not got here
                 progress[0] = position + 1
-                if not position % self.CHUNK:
-                    self._drain()
                 return None
-            progress[0] = position  # the worker stops: everything from here on is sent
-            self.rows = self._collect()
-        return self.rows.pop(name, None)
+            progress[0] = position  # the worker stops: everything from here on is written
+            self.finish()
+        assert self.pages is not None
+        return self.pages.pop(name, None)
 
-    def _drain(self) -> None:
-        """Empty the pipe without waiting, so that the worker never waits on a full one."""
-        try:
-            while True:
-                chunk = os.read(self.fd, 1 << 20)
-                if not chunk:
-                    return
-                self.buffer += chunk
-        except BlockingIOError:
-            return
-
-    def _collect(self) -> dict[str, _Row]:
-        """Every row the worker sent, after it exited cleanly."""
-        os.set_blocking(self.fd, True)
-        while True:
-            chunk = os.read(self.fd, 1 << 20)
-            if not chunk:
-                break
-            self.buffer += chunk
-        os.close(self.fd)
-        self.reaped = True
-        _pid, status = os.waitpid(self.pid, 0)
-        if status:
-            self._failed(f"exited with status {status}")
-        rows: dict[str, _Row] = {}
-        offset = 0
-        while offset < len(self.buffer):
-            frame = self._frame(offset)
-            if frame is None:
-                self._failed("sent a truncated frame")
-            batch, offset = frame
-            rows.update((row[0], row) for row in batch)
-        self.buffer = bytearray()
-        return rows
-
-    def _frame(self, offset: int) -> Optional[tuple[Any, int]]:
-        """(the value of the frame at `offset` of the buffer, where the next one starts), or
-        None when it has not all arrived."""
-        buffer = self.buffer
-        if len(buffer) < offset + 4:
-            return None
-        end = offset + 4 + int.from_bytes(buffer[offset:offset + 4], "little")
-        if len(buffer) < end:
-            return None
-        try:
-            return marshal.loads(buffer[offset + 4:end]), end
-        except (EOFError, ValueError, TypeError):
-            self._failed("sent a frame that cannot be read")
-
-    def _failed(self, what: str) -> NoReturn:
-        self.stop()
-        raise WorkerFailed(f"the process that reads pages {what}; run the check again")
+    def daily(self, relative: str) -> Optional[_Daily]:
+        """The worker's row for a daily file, or None when the walk reads it itself."""
+        if self.pages is None:
+            self.progress[0] = _NEVER
+            self.finish()
+        return self.days.pop(relative, None)
 
     def finish(self) -> None:
-        """Tell the worker to stop (it ends within one page, or when it next writes to the
-        closed pipe) and wait for it: one that failed on its own fails the check, even where
-        the walk read every page itself."""
+        """Tell the worker to stop where the walk is (it ends within one file) and collect
+        what it wrote: one that failed on its own fails the check, even where the walk read
+        every file itself."""
         if self.reaped:
             return
         self.reaped = True
         self.progress[0] = _NEVER
-        os.close(self.fd)
         _pid, status = os.waitpid(self.pid, 0)
-        if status:
-            raise WorkerFailed(f"the process that reads pages exited with status {status}; "
-                               "run the check again")
+        try:
+            self._digest()  # before the pipe closes: pages may come after daily files
+        finally:
+            os.close(self.pipe)
+        try:
+            if status:
+                raise WorkerFailed(f"the process that reads pages exited with status {status}; "
+                                   "run the check again")
+            size = os.fstat(self.file).st_size
+            data = os.pread(self.file, size, 0) if size else b""
+        finally:
+            os.close(self.file)
+        if len(data) != size:
+            raise WorkerFailed("the rows of the process that reads pages cannot be read")
+        self.pages = {}
+        for kind, rows in _frames(data):
+            if kind == "p":
+                self.pages.update((row[0], row) for row in rows)
+            else:
+                self.days.update((row[0], row) for row in rows)
 
     def stop(self) -> None:
-        """End the worker now, whatever it is doing (the walk went wrong, or listed another
-        pages/)."""
+        """End the worker now, whatever it is doing (the walk went wrong)."""
         if self.reaped:
             return
         self.reaped = True
-        os.close(self.fd)
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
+        os.close(self.pipe)
+        os.close(self.file)
 
 
 _NEVER = 1 << 62
+_DIGEST_SIZE = hashlib.sha256().digest_size
 
 
-def _work(pages: str, write_fd: int, progress: memoryview) -> None:
-    """The worker's side of `_PageWorker`: the digest of its listing, then frames of rows from
-    the last page down, until it meets the walk."""
+def _anonymous_file() -> int:
+    """A file in memory (or, without memfd, an unlinked temporary file): the worker's writes
+    to it never wait for a reader, as a pipe's would."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return os.memfd_create("echoes-lint-rows")
+    return os.dup(tempfile.TemporaryFile().fileno())
 
-    def send(value: Any) -> None:
-        data = marshal.dumps(value)
+
+def _frames(data: bytes) -> Iterator[tuple[str, list[Any]]]:
+    """The frames of the worker's file: a 4-byte length, then a marshalled (kind, rows)."""
+    offset = 0
+    while offset < len(data):
+        end = offset + 4 + int.from_bytes(data[offset:offset + 4], "little")
+        if end > len(data):
+            raise WorkerFailed("the process that reads pages wrote a truncated frame")
+        try:
+            kind, rows = marshal.loads(data[offset + 4:end])
+        except (EOFError, ValueError, TypeError) as exc:
+            raise WorkerFailed("the process that reads pages wrote a frame that cannot be "
+                               "read") from exc
+        yield kind, rows
+        offset = end
+
+
+def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
+    """The worker's side of `_PageWorker`: the digest of its listing of pages/ to the pipe,
+    then frames of daily rows and of page rows from the last page down, until it meets the
+    walk."""
+
+    def write(kind: str, rows: list[Any]) -> None:
+        data = marshal.dumps((kind, rows))
         view = memoryview(len(data).to_bytes(4, "little") + data)
         while view:
-            view = view[os.write(write_fd, view):]
+            view = view[os.write(file, view):]
 
-    with contextlib.suppress(BrokenPipeError):  # the walk closed the pipe: it needs no more
-        _send_pages(pages, send, progress)
-
-
-def _send_pages(pages: str, send: Callable[[Any], None], progress: memoryview) -> None:
     try:
-        entries = sorted(os.scandir(pages), key=operator.attrgetter("name"))
+        entries = sorted(os.scandir(f"{vault}/pages"), key=operator.attrgetter("name"))
     except OSError:  # gone since the start: the walk finds no listing to agree with either
         entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
-    send(digest)
+    os.write(pipe, digest)
+    os.close(pipe)
+    _write_daily(vault, write, progress)
     page_links = links.PageLinks(names)
     candidates = [entry for entry in entries if _walked_page(entry)]
     rows: list[_Row] = []
@@ -711,11 +743,50 @@ def _send_pages(pages: str, send: Callable[[Any], None], progress: memoryview) -
         if row is not None:
             rows.append(row)
         if not position % _PageWorker.CHUNK:
-            send(rows)
+            write("p", rows)
             rows = []
             progress[1] = position
-    send(rows)
+    write("p", rows)
     progress[1] = position
+
+
+def _write_daily(vault: str, write: Callable[[str, list[Any]], None],
+                 progress: memoryview) -> None:
+    """The daily files the walk reads (below real folders of daily/), until the walk says
+    stop."""
+    daily = f"{vault}/daily"
+    if not os.path.isdir(daily) or os.path.islink(daily):
+        return
+    pending = [(daily, _DAILY_DIR)]
+    rows: list[_Daily] = []
+    while pending:
+        directory, relative_dir = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if progress[0] == _NEVER:  # the walk is collecting: what is written is all
+                pending.clear()
+                break
+            relative = f"{relative_dir}/{entry.name}"
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, relative))
+                    continue
+                regular = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if regular and engine.classify_vault_path(relative) == "daily":
+                row = _daily_row(entry, relative)
+                if row is not None:
+                    rows.append(row)
+        if len(rows) >= _PageWorker.CHUNK:
+            write("d", rows)
+            rows = []
+    write("d", rows)
 
 
 def _walked_page(entry: os.DirEntry[str]) -> bool:

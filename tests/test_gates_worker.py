@@ -1,11 +1,12 @@
 """The worker that reads pages/ from the other end for the whole-vault gates (issue 13) changes
 nothing but the time.
 
-- Pages that came from the worker give the scan, findings and reports that the walk alone
-  gives (every lean page taken from the worker, so the comparison covers them all).
+- Pages and daily files that came from the worker give the scan, findings and reports that
+  the walk alone gives (every lean page and daily file without markers taken from the
+  worker, so the comparison covers them all).
 - A worker that listed another pages/ (a page added meanwhile) is not used at all.
 - A worker that dies fails the check (exit 2), even where the walk read every page itself.
-- Without fork, with another thread running, or with pages/ a link, there is no worker.
+- Without fork, with another thread running, or with the vault a link, there is no worker.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ def _vault(tmp_path: Path) -> Path:
     write(repo, f"{PAGES}/odd.md", "\n\n---\ntype: note\nstack: []\nstatus: Active\nsummary: 'x'\n---\n")
     write(repo, f"{PAGES}/twice.md", page().replace("status: active\n", "status: active\n" * 2))
     os.symlink("home.md", repo / PAGES / "via-link.md")
-    write(repo, "EchoesVault/daily/2026-01-02/entry.md", "### Session — x\n\n[[home]]\n")
+    for number in range(12):
+        write(repo, f"EchoesVault/daily/2026-01-{number % 3 + 1:02d}/e{number}.md",
+              f"### Session — x\n\n[[home]] {number}\n")
+    write(repo, "EchoesVault/daily/2026-01-02/conflict.md", "<<<<<<< ours\n=======\n>>>>>>> x\n")
+    write(repo, "EchoesVault/daily/2026-01-02/note.txt", "not markdown\n")
+    os.symlink("2026-01-01", repo / "EchoesVault/daily/linked")
     commit(repo, "pages")
     return repo
 
@@ -61,12 +67,18 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The paths of the pages the walk took from the worker."""
     paths: list[str] = []
     lean = checker._lean_document
+    daily = checker._daily_document
 
     def counted(relative: str, row: Any) -> Any:
         paths.append(relative)
         return lean(relative, row)
 
+    def counted_daily(row: Any) -> Any:
+        paths.append(row[0])
+        return daily(row)
+
     monkeypatch.setattr(checker, "_lean_document", counted)
+    monkeypatch.setattr(checker, "_daily_document", counted_daily)
     yield paths
 
 
@@ -115,8 +127,11 @@ def test_pages_from_the_worker_are_the_pages_the_walk_reads(
     _starting(monkeypatch)
     result = run_checks(repo)
     let_go = {document.path for document in result.scan.pages if document.text is None}
-    # Every page the walk would let go came from the worker; the others it read itself.
-    assert sorted(taken) == sorted(let_go) and len(taken) > _COUNT // 2
+    days = {document.path for document in result.scan.daily if not document.markers}
+    # Every page the walk would let go and every daily file without markers came from the
+    # worker; the others the walk read itself.
+    assert sorted(taken) == sorted(let_go | days) and len(let_go) > _COUNT // 2
+    assert len(days) == 12 and len(result.scan.daily) == 13
     assert f"{PAGES}/odd.md" in let_go  # a page the general parser decides, lines moved
     assert _facts(result) == alone
     assert all(code in alone[-1][2] for code in ("EV002", "EV014", "EV050", "EV077", "EV080"))
@@ -128,7 +143,7 @@ def test_a_worker_that_listed_other_pages_is_not_used(
     # A page added after the worker listed pages/: its links could settle on other files.
     _starting(monkeypatch, lambda: write(repo, f"{PAGES}/late.md", page("[[home]]\n")))
     result = run_checks(repo)
-    assert not taken
+    assert taken and not [path for path in taken if path.startswith(PAGES)]  # daily files only
     assert f"{PAGES}/late.md" in {document.path for document in result.scan.pages}
     assert _facts(result) == _facts(_serial(repo, monkeypatch))
 
@@ -139,19 +154,22 @@ def test_a_worker_that_dies_fails_the_check(tmp_path: Path, monkeypatch: pytest.
                                             death: str) -> None:
     repo = _vault(tmp_path)
 
-    def dies(*_args: Any) -> None:  # runs in the worker only: the walk reads pages itself
+    def dies(*_args: Any) -> None:  # runs in the worker only, whatever the walk does
         if death == "exit":
             os._exit(3)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(checker, "_lean_row", dies)
+    monkeypatch.setattr(checker, "_write_daily", dies)
     with pytest.raises(checker.WorkerFailed, match="the process that reads pages exited"):
         run_checks(repo)
+    for thread in threading.enumerate():  # Git's, if the walk stopped before it asked Git
+        if thread is not threading.main_thread():
+            thread.join(timeout=120)
     assert check_main(["--workspace", str(repo)]) == 2
     assert "echoes-lint: error: the process that reads pages exited" in capsys.readouterr().err
 
 
-def test_no_worker_without_fork_with_threads_or_with_linked_pages(
+def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
     repo = _vault(tmp_path)
     alone = _facts(_serial(repo, monkeypatch))
@@ -167,8 +185,8 @@ def test_no_worker_without_fork_with_threads_or_with_linked_pages(
         release.set()
         other.join()
     linked = vault_repo(tmp_path / "linked")
-    os.rename(linked / PAGES, linked / "EchoesVault/real-pages")
-    os.symlink("real-pages", linked / PAGES)
+    os.rename(linked / "EchoesVault", linked / "real-vault")
+    os.symlink("real-vault", linked / "EchoesVault")
     assert checker._PageWorker.start(linked) is None
     with monkeypatch.context() as patch:
         patch.delattr(os, "fork")
