@@ -45,6 +45,7 @@ def _vault(tmp_path: Path) -> Path:
         write(repo, f"{PAGES}/p{number:03d}.md", page(body, summary=f"Page {number}.", **extra))
     write(repo, f"{PAGES}/odd.md", "\n\n---\ntype: note\nstack: []\nstatus: Active\nsummary: 'x'\n---\n")
     write(repo, f"{PAGES}/twice.md", page().replace("status: active\n", "status: active\n" * 2))
+    write(repo, f"{PAGES}/CON.md", page(_LEAN.format(next=0)))  # a name rule reads it again
     os.symlink("home.md", repo / PAGES / "via-link.md")
     for number in range(12):
         write(repo, f"EchoesVault/daily/2026-01-{number % 3 + 1:02d}/e{number}.md",
@@ -134,7 +135,10 @@ def test_pages_from_the_worker_are_the_pages_the_walk_reads(
     # worker; the others the walk read itself.
     assert sorted(taken) == sorted(let_go | days) and len(let_go) > _COUNT // 2
     assert len(days) == 12 and len(result.scan.daily) == 13
-    assert f"{PAGES}/odd.md" in let_go  # a page the general parser decides, lines moved
+    assert {f"{PAGES}/odd.md", f"{PAGES}/CON.md"} <= let_go  # odd.md: lines moved
+    # The report reads a page from the worker again for its source line.
+    assert "EchoesVault/pages/CON.md:1:1: EV031" in alone[-1][0]
+    assert "1 | ---" in alone[-1][0].split("EchoesVault/pages/CON.md:1:1: EV031", 1)[1]
     assert _facts(result) == alone
     assert all(code in alone[-1][2] for code in ("EV002", "EV014", "EV050", "EV077", "EV080"))
 
