@@ -2,7 +2,8 @@
 
 `run_checks` has three modes:
 
-* the whole vault (`paths=None`): one `engine.scan_workspace`, Git asked once;
+* the whole vault (`paths=None`): one `engine.scan_workspace`, Git asked once, the files
+  read by two processes where fork and a second CPU exist (`_PageWorker`);
 * named files (`paths=[...]`, what pre-commit passes): only those files are read, and the
   repository-wide facts (tracked local files, case collisions, the marker) come from the Git
   index, so a one-file hook costs one file plus `git ls-files -z`;
@@ -130,8 +131,7 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                select: Sequence[str] = (), ignore: Sequence[str] = (),
                staged: bool = False, guard: bool = False, extend_select: Sequence[str] = (),
                extend_ignore: Sequence[str] = (), exclude: Optional[Sequence[str]] = None,
-               extend_exclude: Sequence[str] = (),
-               scanned: Optional[Callable[[engine.Scan], None]] = None) -> CheckResult:
+               extend_exclude: Sequence[str] = ()) -> CheckResult:
     """Check the vault of the repository that contains `workspace`.
 
     `vault_dir` (relative to the repository root) overrides the configuration's `vault-dir`;
@@ -143,8 +143,6 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     for files named in `paths` (ruff's `force-exclude`). With `guard` (what `ci` asks),
     the configuration and suppression comments, which a pull request can change, cannot switch
     off the protocol-fatal rules or the rules `select` names; only `select`/`ignore` can.
-    `scanned` is called with the scan before the rules run (`ci` starts its status report
-    there, beside them).
     Raises `ConfigError` for usage and configuration problems (no vault, unknown codes, a path
     that does not exist) and `GitUnavailable` when Git exists but cannot be asked.
     """
@@ -192,8 +190,6 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
             index = git or "EV050" in enabled
             context = _files_context(root, prefix, files, index, "EV022" in enabled)
 
-    if scanned is not None:
-        scanned(context.scan)
     findings: list[Finding] = []
     with engine._PausedGC():  # as the engine's own scan: the rules allocate, the vault is large
         for codes, check in FAMILIES:
@@ -696,54 +692,6 @@ def _can_fork() -> bool:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else os.cpu_count() or 1
     return hasattr(os, "fork") and cpus >= 2 and threading.active_count() == 1
-
-
-class Forked:
-    """A value this process would compute from what it holds, computed by a forked child
-    while this process does other work, and handed back by marshal (so the value is built of
-    dicts, lists, tuples, strings, numbers, booleans and None). Without `_can_fork`, `result`
-    computes it here. A child that fails is an error (`WorkerFailed`), never a value."""
-
-    def __init__(self, compute: Callable[[], Any]) -> None:
-        self.compute = compute
-        self.pid = 0
-        self.file = -1
-        if not _can_fork():
-            return
-        try:
-            self.file = _anonymous_file()
-            self.pid = os.fork()
-        except OSError:
-            if self.file >= 0:
-                os.close(self.file)
-            self.file = -1
-            return
-        if self.pid == 0:  # the child: it never returns, and never runs the parent's clean-up
-            status = 1
-            try:
-                view = memoryview(marshal.dumps(compute()))
-                while view:
-                    view = view[os.write(self.file, view):]
-                status = 0
-            finally:
-                os._exit(status)
-
-    def result(self) -> Any:
-        if not self.pid:
-            return self.compute()
-        pid, self.pid = self.pid, 0
-        _pid, status = os.waitpid(pid, 0)
-        try:
-            if status:
-                raise WorkerFailed(f"the process that computes the status exited with status "
-                                   f"{status}; run the check again")
-            size = os.fstat(self.file).st_size
-            data = os.pread(self.file, size, 0)
-        finally:
-            os.close(self.file)
-        if len(data) != size:
-            raise WorkerFailed("the status computed by a second process cannot be read")
-        return marshal.loads(data)
 
 
 def _anonymous_file() -> int:

@@ -29,7 +29,7 @@ from echoes_lint.check import (
     guarded,
     write_text,
 )
-from echoes_lint.checker import CheckResult, Forked, run_checks
+from echoes_lint.checker import CheckResult, run_checks
 from echoes_lint.cli import PROG
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.engine import printable
@@ -368,15 +368,12 @@ def main(argv: Sequence[str]) -> int:
 def _run(options: argparse.Namespace) -> int:
     workspace = Path(options.workspace)
     config = load_config(workspace, Path(options.config)) if options.config else None
-    status: list[Forked] = []
-    # Judged as a fresh clone of the commit: the verdict is the one CI gives. The status report
-    # is computed beside the rules, from the same scan.
     result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
                         select=split_codes(options.select), ignore=split_codes(options.ignore),
-                        guard=True, scanned=lambda scan: status.append(Forked(
-                            lambda: engine.inspect_report(engine.clone_view(scan)))))
+                        guard=True)
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
-    report: dict[str, Any] = status[0].result()
+    # Judged as a fresh clone of the commit: the verdict is the one CI gives.
+    report = engine.inspect_report(engine.clone_view(result.scan))
     notes = local_notes(result.scan, report, result.prefix)
     health = report["health"]
     errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)

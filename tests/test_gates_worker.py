@@ -7,8 +7,6 @@ nothing but the time.
 - A worker that listed another pages/ (a page added meanwhile) is not used at all.
 - A worker that dies fails the check (exit 2), even where the walk read every page itself.
 - Without fork, with another thread running, or with the vault a link, there is no worker.
-- `ci` computes its status report in a second process beside the rules: the same report, and
-  a second process that dies is exit 2.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from typing import Any, Callable, Optional
 import pytest
 from helpers_check import PAGES, commit, page, vault_repo, write
 
-from echoes_lint import checker, ci, engine
+from echoes_lint import checker
 from echoes_lint.check import main as check_main
 from echoes_lint.check import render_result
 from echoes_lint.checker import CheckResult, run_checks
@@ -200,39 +198,3 @@ def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
         assert _facts(run_checks(repo)) == alone
     assert not taken
 
-
-def _ci(repo: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = ci.main(["--workspace", str(repo), "--summary", "false", "--fail-on", "never"])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_ci_status_from_a_second_process_is_the_one_computed_here(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _vault(tmp_path)
-    computed: list[int] = []
-    report = engine.inspect_report
-
-    def counted(scan: engine.Scan) -> Any:
-        computed.append(os.getpid())
-        return report(scan)
-
-    monkeypatch.setattr(engine, "inspect_report", counted)
-    beside = _ci(repo, capsys)
-    assert not computed  # in the child, which shares nothing back but the report
-    with monkeypatch.context() as patch:
-        patch.setattr(checker, "_can_fork", lambda: False)
-        here = _ci(repo, capsys)
-    assert computed == [os.getpid()]
-    assert beside == here
-    assert "Needs attention" in here[1] and "invalidFrontmatter: twice" in here[1]
-
-
-def test_ci_fails_when_the_status_process_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    repo = _vault(tmp_path)
-    monkeypatch.setattr(engine, "inspect_report", lambda scan: os._exit(3))  # the child's end
-    code, _out, err = _ci(repo, capsys)
-    assert code == 2
-    assert "echoes-lint: error: the process that computes the status exited" in err
