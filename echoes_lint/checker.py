@@ -83,8 +83,14 @@ class CheckResult:
         sources: dict[str, list[str]] = {}
         if not wanted:
             return sources
-        for document in self.scan.documents():
-            path = printable(self.prefix + document.path)
+        documents = list(self.scan.documents())
+        prefix = self.prefix
+        paths = [prefix + document.path for document in documents]
+        # The common vault has no path to escape: one search of them all instead of one each.
+        joined = "/".join(paths)
+        plain = printable(joined) == joined
+        for document, raw in zip(documents, paths):
+            path = raw if plain else printable(raw)
             if path not in wanted:
                 continue
             text = document.text
@@ -92,8 +98,12 @@ class CheckResult:
                 text = _read_again(self.scan, document.path)
             if text is not None:
                 # Escaping works character by character: a whole text escaped with its line
-                # breaks kept splits into the lines escaped one by one.
-                sources[path] = printable(text, keep="\t\n").split("\n")
+                # breaks kept splits into the lines escaped one by one. The common text has
+                # nothing else to escape: its lines are then the lines themselves.
+                lines = text.split("\n")
+                flat = "".join(lines)
+                sources[path] = (lines if printable(flat) == flat
+                                 else printable(text, keep="\t\n").split("\n"))
         return sources
 
 
