@@ -667,18 +667,14 @@ class _PageWorker:
             if status:
                 raise WorkerFailed(f"the process that reads pages exited with status {status}; "
                                    "run the check again")
-            size = os.fstat(self.file).st_size
-            data = os.pread(self.file, size, 0) if size else b""
+            self.pages = {}
+            for kind, rows in _frames(self.file):
+                if kind == "p":
+                    self.pages.update((row[0], row) for row in rows)
+                else:
+                    self.days.update((row[0], row) for row in rows)
         finally:
             os.close(self.file)
-        if len(data) != size:
-            raise WorkerFailed("the rows of the process that reads pages cannot be read")
-        self.pages = {}
-        for kind, rows in _frames(data):
-            if kind == "p":
-                self.pages.update((row[0], row) for row in rows)
-            else:
-                self.days.update((row[0], row) for row in rows)
 
     def stop(self) -> None:
         """End the worker now, whatever it is doing (the walk went wrong)."""
@@ -713,20 +709,23 @@ def _anonymous_file() -> int:
     return os.dup(tempfile.TemporaryFile().fileno())
 
 
-def _frames(data: bytes) -> Iterator[tuple[str, list[Any]]]:
-    """The frames of the worker's file: a 4-byte length, then a marshalled (kind, rows)."""
+def _frames(file: int) -> Iterator[tuple[str, list[Any]]]:
+    """The frames of the worker's file, read one at a time (the file can hold megabytes): a
+    4-byte length, then a marshalled (kind, rows)."""
+    size = os.fstat(file).st_size
     offset = 0
-    while offset < len(data):
-        end = offset + 4 + int.from_bytes(data[offset:offset + 4], "little")
-        if end > len(data):
+    while offset < size:
+        length = int.from_bytes(os.pread(file, 4, offset), "little")
+        data = os.pread(file, length, offset + 4)
+        if len(data) != length:
             raise WorkerFailed("the process that reads pages wrote a truncated frame")
         try:
-            kind, rows = marshal.loads(data[offset + 4:end])
+            kind, rows = marshal.loads(data)
         except (EOFError, ValueError, TypeError) as exc:
             raise WorkerFailed("the process that reads pages wrote a frame that cannot be "
                                "read") from exc
         yield kind, rows
-        offset = end
+        offset += 4 + length
 
 
 def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
