@@ -158,7 +158,6 @@ def _target(inner: str) -> str:
 # `_target`: an alias, a heading, a trailing backslash, blanks around it) or make it a path;
 # blanks inside (`[[My Page]]`) take the longer way too. One character class: a fast search.
 _UNUSUAL_INNER = re.compile(r"[|#\\/\s]")
-_PAGE_FILE = "{}.md"
 
 
 class PageLinks:
@@ -168,6 +167,7 @@ class PageLinks:
 
     def __init__(self, pages: frozenset[str]) -> None:
         self.pages = pages
+        self.stems = frozenset(name[:-3] for name in pages if name.endswith(".md"))
         self.resolved: set[str] = set()
         self.unresolved: set[str] = set()
 
@@ -177,10 +177,14 @@ class PageLinks:
         if "[[" not in text:
             return True
         inners = _LINK.findall(text)
+        # Links repeat from page to page: one lookup in C per link settles those seen before.
+        if self.resolved.issuperset(inners):
+            return True
         # The common page links pages by their plain stem: then what is between the brackets
         # is the target, and one lookup in C per link settles it.
         if (not _UNUSUAL_INNER.search("]".join(inners))  # `]` ends a link: never inside
-                and self.pages.issuperset(map(_PAGE_FILE.format, inners))):
+                and self.stems.issuperset(inners)):
+            self.resolved.update(inners)
             return True
         unknown = set(inners)
         unknown.difference_update(self.resolved)

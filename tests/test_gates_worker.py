@@ -1,0 +1,200 @@
+"""The worker that reads pages/ from the other end for the whole-vault gates (issue 13) changes
+nothing but the time.
+
+- Pages and daily files that came from the worker give the scan, findings and reports that
+  the walk alone gives (every lean page and daily file without markers taken from the
+  worker, so the comparison covers them all).
+- A worker that listed another pages/ (a page added meanwhile) is not used at all.
+- A worker that dies fails the check (exit 2), even where the walk read every page itself.
+- Without fork, with another thread running, or with the vault a link, there is no worker.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+from helpers_check import PAGES, commit, page, vault_repo, write
+
+from echoes_lint import checker
+from echoes_lint.check import main as check_main
+from echoes_lint.check import render_result
+from echoes_lint.checker import CheckResult, run_checks
+
+# Bodies that let the page go (links to existing pages), and bodies a rule needs to read.
+_LEAN = "# P\n\nSee [[home]] and [[p{next:03d}]].\n"
+_KEPT = ("# Broken\n\n[[nowhere]]\n", "# Code\n\n`[[x]]`\n", "<!-- echoes-lint-disable-next-line -->\n",
+         "# Bare\n=======\n", "# Nul\n\0\n")
+_COUNT = 120
+
+
+def _vault(tmp_path: Path) -> Path:
+    repo = vault_repo(tmp_path / "repo")
+    for number in range(_COUNT):
+        body = _KEPT[number // 10] if number % 10 == 3 and number // 10 < len(_KEPT) \
+            else _LEAN.format(next=(number + 1) % _COUNT)
+        extra = {"status": "deprecated"} if number % 17 == 5 else {}
+        write(repo, f"{PAGES}/p{number:03d}.md", page(body, summary=f"Page {number}.", **extra))
+    write(repo, f"{PAGES}/odd.md", "\n\n---\ntype: note\nstack: []\nstatus: Active\nsummary: 'x'\n---\n")
+    write(repo, f"{PAGES}/twice.md", page().replace("status: active\n", "status: active\n" * 2))
+    write(repo, f"{PAGES}/CON.md", page(_LEAN.format(next=0)))  # a name rule reads it again
+    os.symlink("home.md", repo / PAGES / "via-link.md")
+    for number in range(12):
+        write(repo, f"EchoesVault/daily/2026-01-{number % 3 + 1:02d}/e{number}.md",
+              f"### Session — x\n\n[[home]] {number}\n")
+    write(repo, "EchoesVault/daily/2026-01-02/conflict.md", "<<<<<<< ours\n=======\n>>>>>>> x\n")
+    write(repo, "EchoesVault/daily/2026-01-02/note.txt", "not markdown\n")
+    os.symlink("2026-01-01", repo / "EchoesVault/daily/linked")
+    commit(repo, "pages")
+    return repo
+
+
+def _finished(worker: checker._PageWorker) -> None:
+    """Wait until the worker has sent every page (a hang guard, not a timing)."""
+    deadline = time.monotonic() + 120
+    while worker.progress[1] != 0:
+        assert time.monotonic() < deadline, "the worker never finished"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The paths of the pages the walk took from the worker."""
+    paths: list[str] = []
+    lean = checker._lean_document
+    daily = checker._daily_document
+
+    def counted(relative: str, row: Any) -> Any:
+        paths.append(relative)
+        return lean(relative, row)
+
+    def counted_daily(row: Any) -> Any:
+        paths.append(row[0])
+        return daily(row)
+
+    monkeypatch.setattr(checker, "_lean_document", counted)
+    monkeypatch.setattr(checker, "_daily_document", counted_daily)
+    yield paths
+
+
+def _starting(monkeypatch: pytest.MonkeyPatch,
+              then: Optional[Callable[[], None]] = None) -> None:
+    """Make every worker finish before the walk begins (so that it sends every lean page),
+    then run `then`."""
+    start = checker._PageWorker.start.__func__  # type: ignore[attr-defined]
+
+    def finished_first(cls: type[checker._PageWorker], root: Path) -> Any:
+        worker = start(cls, root)
+        assert worker is not None, "this test needs fork and two CPUs"
+        _finished(worker)
+        if then is not None:
+            then()
+        return worker
+
+    monkeypatch.setattr(checker._PageWorker, "start", classmethod(finished_first))
+
+
+def _serial(repo: Path, monkeypatch: pytest.MonkeyPatch) -> CheckResult:
+    with monkeypatch.context() as patch:
+        patch.setattr(checker._PageWorker, "start", classmethod(lambda cls, root: None))
+        return run_checks(repo)
+
+
+def _facts(result: CheckResult) -> tuple[Any, ...]:
+    scan = result.scan
+    documents = [(document.path, document.text, document.problem, document.markers,
+                  document.meta) for document in scan.documents()]
+    return (documents, scan.files, scan.symlinks, scan.unreadable,
+            [render_result(result, form) for form in ("full", "json", "concise")])
+
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2
+    if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) < 2,
+    reason="the worker needs fork and two CPUs")
+
+
+def test_pages_from_the_worker_are_the_pages_the_walk_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
+    repo = _vault(tmp_path)
+    alone = _facts(_serial(repo, monkeypatch))
+    assert not taken
+    _starting(monkeypatch)
+    result = run_checks(repo)
+    let_go = {document.path for document in result.scan.pages if document.text is None}
+    days = {document.path for document in result.scan.daily if not document.markers}
+    # Every page the walk would let go and every daily file without markers came from the
+    # worker; the others the walk read itself.
+    assert sorted(taken) == sorted(let_go | days) and len(let_go) > _COUNT // 2
+    assert len(days) == 12 and len(result.scan.daily) == 13
+    assert {f"{PAGES}/odd.md", f"{PAGES}/CON.md"} <= let_go  # odd.md: lines moved
+    # The report reads a page from the worker again for its source line.
+    assert "EchoesVault/pages/CON.md:1:1: EV031" in alone[-1][0]
+    assert "1 | ---" in alone[-1][0].split("EchoesVault/pages/CON.md:1:1: EV031", 1)[1]
+    assert _facts(result) == alone
+    assert all(code in alone[-1][2] for code in ("EV002", "EV014", "EV050", "EV077", "EV080"))
+
+
+def test_a_worker_that_listed_other_pages_is_not_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
+    repo = _vault(tmp_path)
+    # A page added after the worker listed pages/: its links could settle on other files.
+    _starting(monkeypatch, lambda: write(repo, f"{PAGES}/late.md", page("[[home]]\n")))
+    result = run_checks(repo)
+    assert taken and not [path for path in taken if path.startswith(PAGES)]  # daily files only
+    assert f"{PAGES}/late.md" in {document.path for document in result.scan.pages}
+    assert _facts(result) == _facts(_serial(repo, monkeypatch))
+
+
+@pytest.mark.parametrize("death", ["exit", "signal"])
+def test_a_worker_that_dies_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str],
+                                            death: str) -> None:
+    repo = _vault(tmp_path)
+
+    def dies(*_args: Any) -> None:  # runs in the worker only, whatever the walk does
+        if death == "exit":
+            os._exit(3)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(checker, "_write_daily", dies)
+    with pytest.raises(checker.WorkerFailed, match="the process that reads pages exited"):
+        run_checks(repo)
+    for thread in threading.enumerate():  # Git's, if the walk stopped before it asked Git
+        if thread is not threading.main_thread():
+            thread.join(timeout=120)
+    assert check_main(["--workspace", str(repo)]) == 2
+    assert "echoes-lint: error: the process that reads pages exited" in capsys.readouterr().err
+
+
+def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
+    repo = _vault(tmp_path)
+    alone = _facts(_serial(repo, monkeypatch))
+    worker = checker._PageWorker.start(repo)
+    assert worker is not None
+    worker.stop()
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert checker._PageWorker.start(repo) is None  # a fork could deadlock on its locks
+    finally:
+        release.set()
+        other.join()
+    linked = vault_repo(tmp_path / "linked")
+    os.rename(linked / "EchoesVault", linked / "real-vault")
+    os.symlink("real-vault", linked / "EchoesVault")
+    assert checker._PageWorker.start(linked) is None
+    with monkeypatch.context() as patch:
+        patch.delattr(os, "fork")
+        assert checker._PageWorker.start(repo) is None
+        assert _facts(run_checks(repo)) == alone
+    assert not taken
+
