@@ -15,6 +15,7 @@ functions come first; file and process I/O sit at the edges.
 from __future__ import annotations
 
 import argparse
+import binascii
 import bisect
 import contextlib
 import dataclasses
@@ -2509,11 +2510,12 @@ class FileCache:
         return folders
 
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
-              folders: Dict[str, Optional[str]], files: int) -> bytes:
+              folders: Dict[str, Optional[str]], files: int, check: int) -> bytes:
         return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
                            "stamp": stamp, "summary": summary, "entries": self.total,
-                           "stale": self.stale, "filesBytes": files, "dirs": folders},
+                           "stale": self.stale, "filesBytes": files, "filesCrc32": check,
+                           "dirs": folders},
                           separators=(",", ":")).encode("ascii") + b"\n"
 
     def _append(self, stamp: int, summary: Dict[str, Any], raw: memoryview) -> None:
@@ -2534,8 +2536,11 @@ class FileCache:
                 folders[folder] = _folder_signature(lines)
         added = json.dumps(self.appended, separators=(",", ":")).encode("ascii")
         files = [raw[:-1], b"," if len(raw) > 2 else b"", added[1:]]
-        size = sum(map(len, files))
-        self._publish(b"".join([self._head(stamp, summary, folders, size), *files]))
+        check = 0
+        for part in files:
+            check = binascii.crc32(part, check)
+        self._publish(b"".join([self._head(stamp, summary, folders, sum(map(len, files)),
+                                           check), *files]))
 
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         # The walk and the old entries are no longer needed: free them before the JSON text
@@ -2553,7 +2558,8 @@ class FileCache:
             data += json.dumps(dict(items[start:start + CACHE_SLICE]),
                                separators=(",", ":"))[1:-1].encode("ascii")
         data += b"}"
-        self._publish(self._head(stamp, summary, folders, len(data)) + data)
+        self._publish(self._head(stamp, summary, folders, len(data), binascii.crc32(data))
+                      + data)
 
     def _publish(self, data: bytes) -> None:
         if len(data) > CACHE_MAX_BYTES:
@@ -2593,7 +2599,10 @@ def _read_cache(path: Path, size: int) -> Tuple[Optional[str], Any, memoryview]:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return "it is not JSON (truncated or corrupt)", None, memoryview(b"")
     problem = cache_header_problem(value)
-    if problem is None and value["filesBytes"] != len(rest):
+    # The length sees a torn write; the checksum (C speed, ~4 ms for 25 MB) sees bytes changed
+    # in place, which the summary path (never decoding the line) would otherwise carry forward.
+    if problem is None and (value["filesBytes"] != len(rest)
+                            or value["filesCrc32"] != binascii.crc32(rest)):
         problem = "it is not JSON (truncated or corrupt)"
     return problem, value, rest
 
@@ -2686,7 +2695,8 @@ def cache_header_problem(value: object) -> Optional[str]:
     if engine_digest() is None or value.get("engineSha256") != engine_digest():
         return "another build of this engine version wrote it"
     folders = value.get("dirs")
-    if not (all(_is_int(value.get(key)) for key in ("stamp", "entries", "stale", "filesBytes"))
+    if not (all(_is_int(value.get(key))
+                for key in ("stamp", "entries", "stale", "filesBytes", "filesCrc32"))
             and type(folders) is dict
             and all(signature is None or type(signature) is str
                     for signature in folders.values())):

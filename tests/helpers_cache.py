@@ -3,6 +3,7 @@ compare what it prints."""
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ def write_cache_record(repo: Path, record: Dict[str, Any]) -> None:
     """Write a `cache_record` back as the engine lays it out (head line, entries line)."""
     head = dict(record)
     files = json.dumps(head.pop("files")).encode("utf-8")
-    head["filesBytes"] = len(files)
+    head["filesBytes"], head["filesCrc32"] = len(files), binascii.crc32(files)
     (repo / CACHE).write_bytes(json.dumps(head).encode("utf-8") + b"\n" + files)
 
 

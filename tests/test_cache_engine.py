@@ -172,7 +172,7 @@ def _entries_cut(repo: Path) -> None:
 
 
 def _entries_garbage(repo: Path) -> None:
-    """The entries line as long as the head says, but not JSON: seen once a walk decodes it."""
+    """The entries line as long as the head says, but not JSON: its checksum sees it."""
     head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
     (repo / CACHE).write_bytes(head + b"\n" + b"\xff" * len(files))
 

@@ -296,3 +296,18 @@ def test_a_folder_holding_a_file_without_an_entry_is_matched_entry_by_entry(
                   payload=upsert_payload(repo, "delta.md", "Delta."))
     report = read_only_agree(repo)
     assert report["summaryUsed"] and report["reusedEntries"] == 6, report
+
+
+def test_entries_damaged_in_place_are_seen_without_decoding_them(repo: Path) -> None:
+    """Bytes of the entries line changed in place (same length, as a bad sector would) are seen
+    by the head's checksum, although the summary path never decodes that line: the cache is
+    reported ignored, and a writer replaces it instead of carrying the damage forward."""
+    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
+    damaged = b"\xff" * 8 + files[8:]
+    (repo / CACHE).write_bytes(head + b"\n" + damaged)
+    report = read_only_agree(repo, card=True)
+    assert report["state"] == "ignored" and "corrupt" in report["reason"], report
+    ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "delta.md",
+                                                                        "Delta.")))
+    assert b"\xff" not in (repo / CACHE).read_bytes()
+    assert read_only_agree(repo)["state"] == "valid"
