@@ -7,8 +7,11 @@ elsewhere, or the hook reads files only) is ended and reaped, and the findings a
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import subprocess
-from collections.abc import Sequence
+import sysconfig
 from pathlib import Path
 from typing import Optional
 
@@ -20,31 +23,34 @@ from echoes_lint import engine, gitindex, precommit
 from echoes_lint.precommit import HOOKS, LISTS_INDEX
 from echoes_lint.rules import GIT_CODES
 
+HOOK = str(Path(sysconfig.get_path("scripts")) / "echoes-lint-hook")
+
 
 @pytest.fixture()
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]:
     """(folder, exit status when collected) of every `git ls-files` of the index the hook
     started; None while it was never collected."""
     started: list[tuple[str, Optional[int]]] = []
-    start, finish = engine.git_start, engine.git_finish
+    start, finish = gitindex._start, gitindex._finish
 
-    def git_start(workspace: Path, args: Sequence[str], stdin: bool = False,
-                  ) -> tuple[Optional[object], Optional[str]]:
-        if tuple(args) == gitindex.LS_FILES:
-            started.append((str(workspace), None))
-        return start(workspace, args, stdin)
+    def git_start(folder: str) -> gitindex.Started:
+        started.append((folder, None))
+        return start(folder)
 
-    def git_finish(begun: tuple[object, Optional[str]], args: Sequence[str],
-                   stdin: Optional[bytes] = None) -> tuple[Optional[bytes], Optional[str]]:
-        output = finish(begun, args, stdin)  # type: ignore[arg-type]
-        if tuple(args) == gitindex.LS_FILES:
-            process = begun[0]
-            started[-1] = (started[-1][0], getattr(process, "returncode", None))
+    def git_finish(begun: gitindex.Started) -> tuple[Optional[bytes], Optional[str]]:
+        output = finish(begun)
+        started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
-    monkeypatch.setattr(engine, "git_start", git_start)
-    monkeypatch.setattr(engine, "git_finish", git_finish)
+    monkeypatch.setattr(gitindex, "_start", git_start)
+    monkeypatch.setattr(gitindex, "_finish", git_finish)
     return started
+
+
+def test_the_listing_covers_the_vault_and_the_local_only_paths_of_the_engine() -> None:
+    """The hook starts git before it loads the engine, so it spells the engine's paths out."""
+    assert (engine.VAULT_DIR, *engine.LOCAL_ONLY_PATHS) == gitindex.SCOPE
+    assert gitindex.LS_FILES[-len(gitindex.SCOPE) - 1:] == ("--", *gitindex.SCOPE)
 
 
 def staged_collision(repo: Path) -> None:
@@ -102,3 +108,27 @@ def test_the_hooks_that_list_the_index_are_those_whose_rules_need_it() -> None:
     needs = {hook for hook, codes in HOOKS.items()
              if not codes or any(code.startswith(codes) for code in (*GIT_CODES, "EV050"))}
     assert needs - {precommit.PUSH_HOOK} == LISTS_INDEX
+
+
+@pytest.mark.parametrize("failure", ["printf 'EchoesVault/pages/home.md' >&1; kill -9 $$",
+                                     "printf 'partial' ; echo 'fatal: index broken' >&2; exit 128"])
+def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
+                                                               failure: str) -> None:
+    """Half a listing is no listing: the hook exits 2 and says git could not read the index."""
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" --stage "*) {failure};; esac\n'
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    hook = subprocess.run([HOOK, f"{PAGES}/Home.md"], cwd=repo, capture_output=True, text=True,
+                          check=False, timeout=120,
+                          env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
+    assert hook.returncode == 2, hook.stdout + hook.stderr
+    assert hook.stderr.startswith("echoes-lint: error: ")
+    assert "git cannot read it" in hook.stderr
+    assert "EV030" not in hook.stdout
