@@ -82,9 +82,8 @@ def _sink() -> IO[bytes]:
 
 def _finish(started: Started) -> tuple[Optional[bytes], Optional[str]]:
     process, sink = started
-    if process is None:
-        return None, sink
-    assert not isinstance(sink, str)
+    if process is None or isinstance(sink, str):
+        return None, str(sink)
     with sink:
         with process:
             try:
