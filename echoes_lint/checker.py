@@ -15,12 +15,9 @@ findings are relative to the repository root.
 
 from __future__ import annotations
 
-import operator
 import os
-import re
 import stat
 import subprocess
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -556,32 +553,13 @@ def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Option
 # --- Git --------------------------------------------------------------------------------------
 
 
-GITLINK_MODE = "160000"
-
-
-def _ls_files(root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+def _ls_files(root: Path) -> gitindex.Listing:
     """(paths in Git's index under the Git scope, in Git's order (sorted; an unmerged path once
     per stage), the gitlinks among them)."""
-    output, cause = gitindex.output(root)
-    if output is None:
+    listing, cause = gitindex.output(root)
+    if listing is None:
         raise _git_problem(root, cause)
-    entries = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-    records = entries.split("\0")
-    records.pop()  # every entry ends with NUL
-    if not records:
-        return (), frozenset()
-    # Each entry is `<mode> <id> <stage>\t<path>`: the mode and the stage have fixed widths and
-    # the object id one length per repository (SHA-1 or SHA-256), so every path starts at the
-    # same column and one slice per entry, mapped in C, finds them all.
-    start = records[0].find("\t") + 1
-    paths = tuple(map(operator.itemgetter(slice(start, None)), records))
-    gitlinks = (frozenset(_GITLINK_PATH.findall(entries))
-                if entries.startswith(_GITLINK) or f"\0{_GITLINK}" in entries else frozenset())
-    return paths, gitlinks
-
-
-_GITLINK = f"{GITLINK_MODE} "
-_GITLINK_PATH = re.compile(rf"(?:^|\0){GITLINK_MODE} [^\t\0]*\t([^\0]*)")
+    return listing
 
 
 def _ignored(root: Path, paths: Sequence[str]) -> set[str]:

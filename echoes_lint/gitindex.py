@@ -3,14 +3,18 @@
 A pre-commit hook starts the listing first (`start`), before it loads even the engine, so that
 git reads a large index while the linter's modules load; the check then takes it (`output`) or,
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
-never waits for a reader, and the whole listing (10 MB at 100,000 pages) comes back in one read
-instead of a loop of 32 KB reads.
+never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
+instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
+mode a check needs), so the paths come out of one split, without a slice per entry.
 """
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 import subprocess
+import sys
 from typing import IO, TYPE_CHECKING, Optional, Union
 
 if TYPE_CHECKING:
@@ -21,8 +25,13 @@ if TYPE_CHECKING:
 SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/lock",
          ".echoes-vault/intent.json", ".echoes-vault/cache.json", ".opencode/echoes-state.json",
          ".codex/echoes-vault-state.json")
-# Each entry comes as `<mode> <object id> <stage>\t<path>` and ends with NUL.
-LS_FILES = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
+# Each entry comes as `<path>NUL<mode>NUL` (`--format`: git 2.38 and later).
+LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *SCOPE)
+# Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
+LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
+GITLINK_MODE = "160000"
+# (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
+Listing = tuple[tuple[str, ...], frozenset[str]]
 
 # (git listing into the file, the file) or (None, why git cannot run).
 Started = Union[tuple["subprocess.Popen[bytes]", IO[bytes]], tuple[None, str]]
@@ -37,14 +46,46 @@ def start() -> None:
         folder = os.getcwd()
     except OSError:  # the folder is gone: the check says so
         return
-    _started[os.path.realpath(folder)] = _start(folder)
+    _started[os.path.realpath(folder)] = _start(folder, LS_FILES)
 
 
-def output(root: Path) -> tuple[Optional[bytes], Optional[str]]:
-    """(the listing, None) of `LS_FILES` in the engine workspace `root`, from the listing started
+def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
+    """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
     started = _started.pop(os.path.realpath(root), None)
-    return _finish(started if started is not None else _start(str(root)))
+    data, cause = _finish(started if started is not None else _start(str(root), LS_FILES),
+                          LS_FILES)
+    if data is not None:
+        return _by_format(_decode(data)), None
+    # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
+    data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
+    return (None, cause) if data is None else (_by_stage(_decode(data)), None)
+
+
+def _decode(data: bytes) -> list[str]:
+    # One decode of the whole listing is os.fsdecode of each path: NUL ends every entry.
+    entries = data.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    items = entries.split("\0")
+    items.pop()  # every entry ends with NUL
+    return items
+
+
+def _by_format(items: list[str]) -> Listing:
+    paths, modes = items[::2], items[1::2]
+    gitlinks = frozenset(path for path, mode in zip(paths, modes) if mode == GITLINK_MODE) \
+        if GITLINK_MODE in modes else frozenset()
+    return tuple(paths), gitlinks
+
+
+def _by_stage(records: list[str]) -> Listing:
+    if not records:
+        return (), frozenset()
+    # The mode and the stage have fixed widths and the object id one length per repository
+    # (SHA-1 or SHA-256), so every path starts at the same column.
+    start = records[0].find("\t") + 1
+    paths = tuple(map(operator.itemgetter(slice(start, None)), records))
+    return paths, frozenset(itertools.compress(
+        paths, map(operator.methodcaller("startswith", f"{GITLINK_MODE} "), records)))
 
 
 def discard() -> None:
@@ -57,10 +98,10 @@ def discard() -> None:
     _started.clear()
 
 
-def _start(folder: str) -> Started:
+def _start(folder: str, args: tuple[str, ...]) -> Started:
     sink = _sink()
     try:
-        return subprocess.Popen(["git", *LS_FILES], cwd=folder, stdout=sink,
+        return subprocess.Popen(["git", *args], cwd=folder, stdout=sink,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL), sink
     except FileNotFoundError:
         sink.close()
@@ -80,7 +121,7 @@ def _sink() -> IO[bytes]:
     return tempfile.TemporaryFile()
 
 
-def _finish(started: Started) -> tuple[Optional[bytes], Optional[str]]:
+def _finish(started: Started, args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
     process, sink = started
     if process is None or isinstance(sink, str):
         return None, str(sink)
@@ -97,4 +138,4 @@ def _finish(started: Started) -> tuple[Optional[bytes], Optional[str]]:
             sink.seek(0)
             return sink.read(), None
     message = errors.decode("utf-8", "backslashreplace").strip()
-    return None, message[:2000] or f"git {LS_FILES[0]} exited {process.returncode}"
+    return None, message[:2000] or f"git {args[0]} exited {process.returncode}"

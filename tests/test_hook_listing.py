@@ -17,7 +17,7 @@ from typing import Optional
 
 import pytest
 from conftest import git
-from helpers_check import PAGES, page, vault_repo, write
+from helpers_check import PAGES, commit, page, vault_repo, write
 
 from echoes_lint import engine, gitindex, precommit
 from echoes_lint.precommit import HOOKS, LISTS_INDEX
@@ -33,12 +33,13 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
     started: list[tuple[str, Optional[int]]] = []
     start, finish = gitindex._start, gitindex._finish
 
-    def git_start(folder: str) -> gitindex.Started:
+    def git_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
         started.append((folder, None))
-        return start(folder)
+        return start(folder, args)
 
-    def git_finish(begun: gitindex.Started) -> tuple[Optional[bytes], Optional[str]]:
-        output = finish(begun)
+    def git_finish(begun: gitindex.Started,
+                   args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
+        output = finish(begun, args)
         started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
@@ -122,7 +123,7 @@ def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
     folder = tmp_path / "bin"
     folder.mkdir()
     fake = folder / "git"
-    fake.write_text(f'#!/bin/sh\ncase " $* " in *" --stage "*) {failure};; esac\n'
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {failure};; esac\n'
                     f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
     fake.chmod(0o755)
     hook = subprocess.run([HOOK, f"{PAGES}/Home.md"], cwd=repo, capture_output=True, text=True,
@@ -132,3 +133,63 @@ def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
     assert hook.stderr.startswith("echoes-lint: error: ")
     assert "git cannot read it" in hook.stderr
     assert "EV030" not in hook.stdout
+
+
+def odd_index(tmp_path: Path) -> Path:
+    """An index with what a listing can meet: a conflicted page (three stages), a gitlink in the
+    vault, names with a tab, a newline and bytes that are not UTF-8, a tracked local file."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/alpha.md", page("base\n"))
+    commit(repo)
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, f"{PAGES}/alpha.md", page("other\n"))
+    commit(repo, "other")
+    git(repo, "checkout", "-q", "main")
+    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
+    commit(repo, "ours")
+    git(repo, "merge", "-q", "other", check=False)
+    for name in ("tab\there.png", "new\nline.png"):
+        write(repo, f"EchoesVault/assets/{name}", "x")
+    (repo / "EchoesVault" / "assets").joinpath(os.fsdecode(b"caf\xe9.png")).write_bytes(b"x")
+    write(repo, "EchoesVault/index.md", "# Index\n")
+    git(repo, "add", "-f", "--", "EchoesVault/assets", "EchoesVault/index.md")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},EchoesVault/assets/sub")
+    return repo
+
+
+def test_the_listing_by_format_is_the_listing_by_stage(tmp_path: Path) -> None:
+    repo = odd_index(tmp_path)
+    listed, cause = gitindex.output(repo)
+    assert cause is None and listed is not None
+    stage, cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_STAGE),
+                                    gitindex.LS_STAGE)
+    assert stage is not None
+    assert listed == gitindex._by_stage(gitindex._decode(stage))
+    paths, gitlinks = listed
+    assert gitlinks == {"EchoesVault/assets/sub"}
+    assert paths.count(f"{PAGES}/alpha.md") == 3
+    assert {"EchoesVault/assets/tab\there.png", "EchoesVault/assets/new\nline.png",
+            os.fsdecode(b"EchoesVault/assets/caf\xe9.png")} <= set(paths)
+    assert list(paths) == sorted(paths)
+
+
+def test_a_git_without_format_is_asked_for_the_stages(tmp_path: Path) -> None:
+    """Git before 2.38 refuses `--format`: the hook lists the stages and finds the same."""
+    repo = odd_index(tmp_path)
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text("#!/bin/sh\ncase \" $* \" in *\" --format=\"*) echo \"error: unknown option "
+                    "\\`format'\" >&2; exit 129;; esac\n"
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    runs = [subprocess.run([HOOK, f"{PAGES}/home.md"], cwd=repo, capture_output=True, text=True,
+                           check=False, timeout=120, env={**os.environ, **extra})
+            for extra in ({}, {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})]
+    assert runs[0].returncode == runs[1].returncode == 1, runs
+    assert runs[0].stdout == runs[1].stdout
+    assert "EchoesVault/assets/sub:1:1: EV046" in runs[1].stdout
+    assert "EchoesVault/index.md:1:1: EV020" in runs[1].stdout
