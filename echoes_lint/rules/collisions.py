@@ -24,12 +24,14 @@ from echoes_lint.rules.context import VAULT_PREFIX, Context
 CODES = frozenset({"EV030"})
 
 
-def collisions(files: frozenset[str], order: Sequence[str] = ()) -> list[list[str]]:
+def collisions(files: frozenset[str], order: Sequence[str] = (),
+               within: bool = False) -> list[list[str]]:
     """Groups of two or more members of one folder (files, or the folders that hold `files`)
     whose names are one name after NFC and case folding: `engine.name_collisions` over every
     file and folder, split by folder. `order` may list most of `files`, sorted and each once
-    (Git lists its index so): it saves sorting them."""
-    paths = _sorted(files, order)
+    (Git lists its index so): it saves sorting them; `within` says that its vault paths are
+    known to be members of `files`."""
+    paths = _sorted(files, order, within)
     # Every vault path is below `EchoesVault/`, alone at its level: start below it.
     top = VAULT_PREFIX if paths and paths[0].startswith(VAULT_PREFIX) \
         and paths[-1].startswith(VAULT_PREFIX) else ""
@@ -83,13 +85,13 @@ def _flat(names: list[str], folder: str, files: frozenset[str]) -> list[list[str
                                                 if folder + key in files))
 
 
-def _sorted(files: frozenset[str], order: Sequence[str]) -> list[str]:
+def _sorted(files: frozenset[str], order: Sequence[str], within: bool) -> list[str]:
     """`sorted(files)`, from the sorted vault part of `order` (distinct paths) when that is a
     part of `files`."""
     ordered = sorted(order)  # one pass when it is sorted already
     inside = ordered[bisect.bisect_left(ordered, VAULT_PREFIX):
                      bisect.bisect_left(ordered, f"{VAULT_PREFIX[:-1]}0")]
-    if not files.issuperset(inside):
+    if not (within or files.issuperset(inside)):
         return sorted(files)
     if len(inside) < len(files):
         inside.extend(files.difference(inside))
@@ -116,7 +118,9 @@ def check(ctx: Context) -> Iterator[Finding]:
     # The index is the set of the listing: as large when Git listed no path twice (an unmerged
     # path is listed once per stage).
     order = ctx.scan.git.tracked if len(ctx.index) == len(ctx.scan.git.tracked) else ()
-    for members in collisions(files, order):
+    # Only a gitlink takes a vault path of the index out of `files` (its files are another
+    # repository's).
+    for members in collisions(files, order, within=not ctx.gitlinks):
         yield from _report(ctx, files, members)
 
 
