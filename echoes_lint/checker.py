@@ -470,6 +470,14 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
 
 
 def _staged_context(root: Path, prefix: str) -> Context:
+    gitindex.start(str(root))  # git lists the index while the staged files are read
+    try:
+        return _staged_files(root, prefix)
+    finally:
+        gitindex.discard()
+
+
+def _staged_files(root: Path, prefix: str) -> Context:
     entries = _staged_entries(root)
     changes = {path: status for status, _mode, _sha, path in entries}
     staged = [(path, mode, sha) for status, mode, sha, path in entries

@@ -38,15 +38,18 @@ Started = Union[tuple["subprocess.Popen[bytes]", IO[bytes]], tuple[None, str]]
 _started: dict[str, Started] = {}
 
 
-def start() -> None:
-    """List, from now on, the index of the folder this process runs in: where pre-commit runs a
-    hook, the repository root, the usual engine workspace. A check takes it if it looks there."""
-    discard()
+def start(folder: Optional[str] = None) -> None:
+    """List, from now on, the index of `folder` (default: the folder this process runs in:
+    where pre-commit runs a hook, the repository root, the usual engine workspace), unless that
+    listing runs already. A check takes it if it looks there."""
     try:
-        folder = os.getcwd()
+        folder = os.getcwd() if folder is None else folder
     except OSError:  # the folder is gone: the check says so
         return
-    _started[os.path.realpath(folder)] = _start(folder, LS_FILES)
+    key = os.path.realpath(folder)
+    if key not in _started:
+        discard()
+        _started[key] = _start(folder, LS_FILES)
 
 
 def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:

@@ -11,6 +11,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Optional
@@ -193,3 +194,31 @@ def test_a_git_without_format_is_asked_for_the_stages(tmp_path: Path) -> None:
     assert runs[0].stdout == runs[1].stdout
     assert "EchoesVault/assets/sub:1:1: EV046" in runs[1].stdout
     assert "EchoesVault/index.md:1:1: EV020" in runs[1].stdout
+
+
+SPY = """import sys
+from echoes_lint import gitindex
+start = gitindex._start
+
+def spy(folder, args):
+    sys.stderr.write(f"listing started, engine loaded: {'echoes_lint.engine' in sys.modules}\\n")
+    return start(folder, args)
+
+gitindex._start = spy
+"""
+
+
+@pytest.mark.parametrize("entry", [
+    "from echoes_lint.precommit import lint_main; sys.exit(lint_main(['EchoesVault/pages/Home.md']))",
+    "from echoes_lint.cli import main; sys.exit(main(['check', '--staged']))"])
+def test_the_hooks_start_the_listing_before_the_engine_loads_and_list_once(
+        tmp_path: Path, entry: str) -> None:
+    """The one-file hook and the plain Git hook (`check --staged`): git reads the index while
+    the engine and the linter load, and the check takes that listing."""
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    run = subprocess.run([sys.executable, "-c", SPY + entry], cwd=repo, capture_output=True,
+                         text=True, check=False, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr == "listing started, engine loaded: False\n"
+    assert f"{PAGES}/Home.md:1:1: EV030" in run.stdout
