@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+# Not `typing.TYPE_CHECKING`: loading `typing` would delay the hooks' git (mypy knows the name).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from echoes_lint.engine import ENGINE_VERSION, PROTOCOL_VERSION
 
 __version__ = "0.2.0"

@@ -15,10 +15,11 @@ import operator
 import os
 import subprocess
 import sys
-from typing import IO, TYPE_CHECKING, Optional, Union
 
+TYPE_CHECKING = False  # not `typing`'s: the listing starts before `typing` loads
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import IO, Optional, Union
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
 # listing starts before the engine loads.
@@ -30,11 +31,12 @@ LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "
 # Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
 LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
 GITLINK_MODE = "160000"
-# (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
-Listing = tuple[tuple[str, ...], frozenset[str]]
+if TYPE_CHECKING:
+    # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
+    Listing = tuple[tuple[str, ...], frozenset[str]]
+    # (git listing into the file, the file) or (None, why git cannot run).
+    Started = Union[tuple[subprocess.Popen[bytes], IO[bytes]], tuple[None, str]]
 
-# (git listing into the file, the file) or (None, why git cannot run).
-Started = Union[tuple["subprocess.Popen[bytes]", IO[bytes]], tuple[None, str]]
 _started: dict[str, Started] = {}
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Optional
 
-# Only what starts the listing of Git's index loads before it starts.
+# Only what starts the listing of Git's index loads before it starts (not even `typing`).
 from echoes_lint import gitindex
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Optional
 
     from echoes_lint.checker import CheckResult
     from echoes_lint.findings import Finding
