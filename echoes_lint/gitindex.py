@@ -34,8 +34,8 @@ GITLINK_MODE = "160000"
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
-    # (git listing into the file, the file) or (None, why git cannot run).
-    Started = Union[tuple[subprocess.Popen[bytes], IO[bytes]], tuple[None, str]]
+    # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
+    Started = Union[tuple[subprocess.Popen[bytes], Optional[IO[bytes]]], tuple[None, str]]
 
 _started: dict[str, Started] = {}
 
@@ -96,9 +96,10 @@ def _by_stage(records: list[str]) -> Listing:
 def discard() -> None:
     """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
     for process, sink in _started.values():
-        if process is not None and not isinstance(sink, str):
+        if process is not None:
             process.kill()
             process.communicate()
+        if sink is not None and not isinstance(sink, str):
             sink.close()
     _started.clear()
 
@@ -106,41 +107,52 @@ def discard() -> None:
 def _start(folder: str, args: tuple[str, ...]) -> Started:
     sink = _sink()
     try:
-        return subprocess.Popen(["git", *args], cwd=folder, stdout=sink,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL), sink
+        return subprocess.Popen(["git", *args], cwd=folder, stderr=subprocess.PIPE,
+                                stdout=subprocess.PIPE if sink is None else sink,
+                                stdin=subprocess.DEVNULL), sink
     except FileNotFoundError:
-        sink.close()
-        return None, "git is not installed or not on PATH"
+        cause = "git is not installed or not on PATH"
     except (OSError, subprocess.SubprocessError) as exc:
+        cause = f"cannot run git: {exc}"
+    if sink is not None:
         sink.close()
-        return None, f"cannot run git: {exc}"
+    return None, cause
 
 
-def _sink() -> IO[bytes]:
-    """An unnamed file for git's output: in memory where the system has them (Linux)."""
-    create = getattr(os, "memfd_create", None)
-    if create is not None:
-        return os.fdopen(create("echoes-lint-ls-files"), "w+b")
-    import tempfile
+def _sink() -> Optional[IO[bytes]]:
+    """An unnamed file for git's output: in memory where the system has them (Linux), else a
+    temporary file; None (a pipe, then) where neither can be made."""
+    try:
+        create = getattr(os, "memfd_create", None)
+        if create is not None:
+            return os.fdopen(create("echoes-lint-ls-files"), "w+b")
+        import tempfile
 
-    return tempfile.TemporaryFile()
+        return tempfile.TemporaryFile()
+    except OSError:
+        return None
 
 
 def _finish(started: Started, args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
     process, sink = started
     if process is None or isinstance(sink, str):
         return None, str(sink)
-    with sink:
-        with process:
-            try:
-                # Only git's messages pass through a pipe: read until git ends (no 60 s poll).
-                _none, errors = process.communicate(timeout=60)
-            except (OSError, subprocess.SubprocessError) as exc:
-                process.kill()
-                process.wait()
-                return None, f"cannot run git: {exc}"
-        if process.returncode == 0:
-            sink.seek(0)
-            return sink.read(), None
+    with process:
+        try:
+            # With the listing in a file, only git's messages pass through a pipe: read until
+            # git ends.
+            output, errors = process.communicate(timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            process.kill()
+            process.wait()
+            output, errors = None, f"cannot run git: {exc}".encode()
+        finally:
+            if sink is not None:
+                if process.returncode == 0:
+                    sink.seek(0)
+                    output = sink.read()
+                sink.close()
+    if process.returncode == 0 and output is not None:
+        return output, None
     message = errors.decode("utf-8", "backslashreplace").strip()
     return None, message[:2000] or f"git {args[0]} exited {process.returncode}"

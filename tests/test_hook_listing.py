@@ -222,3 +222,13 @@ def test_the_hooks_start_the_listing_before_the_engine_loads_and_list_once(
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stderr == "listing started, engine loaded: False\n"
     assert f"{PAGES}/Home.md:1:1: EV030" in run.stdout
+
+
+def test_without_a_file_for_the_listing_git_lists_into_a_pipe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no unnamed or temporary file can be made, the same listing comes through a pipe."""
+    repo = odd_index(tmp_path)
+    listed = gitindex.output(repo)
+    assert listed[0] is not None
+    monkeypatch.setattr(gitindex, "_sink", lambda: None)
+    assert gitindex.output(repo) == listed
