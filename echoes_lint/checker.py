@@ -39,7 +39,6 @@ from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, li
 from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
-_GIT_SCOPE = (VAULT, *engine.LOCAL_ONLY_PATHS)
 SUPPRESSION = "echoes-lint-disable-next-line"
 # Findings that `status` counts as issues: a comment in the file cannot make them go away.
 UNSUPPRESSIBLE = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV022", "EV040", "EV041", "EV042")
@@ -470,7 +469,7 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
 
 
 def _staged_context(root: Path, prefix: str) -> Context:
-    gitindex.start(str(root))  # git lists the index while the staged files are read
+    gitindex.start(str(root), staged=True)  # git lists the index while the staged files are read
     try:
         return _staged_files(root, prefix)
     finally:
@@ -581,8 +580,10 @@ def _ignored(root: Path, paths: Sequence[str]) -> set[str]:
 
 def _staged_entries(root: Path) -> list[tuple[str, str, str, str]]:
     """(status, new mode, new blob id, path) for every staged change under the Git scope."""
-    items = _git(root, ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
-                        *_GIT_SCOPE])
+    output, cause = gitindex.staged_diff(root)
+    if output is None:
+        raise _git_problem(root, cause)
+    items = engine.split_nul(output)
     entries = []
     for meta, path in zip(items[::2], items[1::2]):
         _old_mode, new_mode, _old_sha, new_sha, status = meta.lstrip(":").split(" ")

@@ -84,7 +84,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     leading, command, rest = _split(args)
     if command == "check" and "--staged" in rest:  # the plain Git hook (hooks/pre-commit)
-        gitindex.start()  # git lists a large index while the engine and the linter load
+        gitindex.start(staged=True)  # git reads a large index while the engine and linter load
         try:
             return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
         finally:

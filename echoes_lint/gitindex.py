@@ -30,6 +30,9 @@ SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".ec
 LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *SCOPE)
 # Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
 LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
+# The staged changes, for `check --staged`: `:<old mode> <new mode> <old id> <new id> <status>`
+# NUL `<path>` NUL.
+DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--", *SCOPE)
 GITLINK_MODE = "160000"
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
@@ -38,12 +41,14 @@ if TYPE_CHECKING:
     Started = Union[tuple[subprocess.Popen[bytes], Optional[IO[bytes]]], tuple[None, str]]
 
 _started: dict[str, Started] = {}
+_diffs: dict[str, Started] = {}
 
 
-def start(folder: Optional[str] = None) -> None:
+def start(folder: Optional[str] = None, staged: bool = False) -> None:
     """List, from now on, the index of `folder` (default: the folder this process runs in:
-    where pre-commit runs a hook, the repository root, the usual engine workspace), unless that
-    listing runs already. A check takes it if it looks there."""
+    where pre-commit runs a hook, the repository root, the usual engine workspace), and with
+    `staged` its staged changes too, unless they run already. A check takes them if it looks
+    there."""
     try:
         folder = os.getcwd() if folder is None else folder
     except OSError:  # the folder is gone: the check says so
@@ -52,6 +57,15 @@ def start(folder: Optional[str] = None) -> None:
     if key not in _started:
         discard()
         _started[key] = _start(folder, LS_FILES)
+    if staged and key not in _diffs:
+        _diffs[key] = _start(folder, DIFF_STAGED)
+
+
+def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
+    """`engine.git_output` of `DIFF_STAGED` in `root`, from the one started there if any."""
+    started = _diffs.pop(os.path.realpath(root), None)
+    return _finish(started if started is not None else _start(str(root), DIFF_STAGED),
+                   DIFF_STAGED)
 
 
 def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
@@ -95,13 +109,14 @@ def _by_stage(records: list[str]) -> Listing:
 
 def discard() -> None:
     """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
-    for process, sink in _started.values():
+    for process, sink in (*_started.values(), *_diffs.values()):
         if process is not None:
             process.kill()
             process.communicate()
         if sink is not None and not isinstance(sink, str):
             sink.close()
     _started.clear()
+    _diffs.clear()
 
 
 def _start(folder: str, args: tuple[str, ...]) -> Started:

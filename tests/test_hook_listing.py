@@ -35,13 +35,15 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
     start, finish = gitindex._start, gitindex._finish
 
     def git_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
-        started.append((folder, None))
+        if args == gitindex.LS_FILES:
+            started.append((folder, None))
         return start(folder, args)
 
     def git_finish(begun: gitindex.Started,
                    args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
         output = finish(begun, args)
-        started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
+        if args == gitindex.LS_FILES:
+            started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
     monkeypatch.setattr(gitindex, "_start", git_start)
@@ -201,26 +203,32 @@ from echoes_lint import gitindex
 start = gitindex._start
 
 def spy(folder, args):
-    sys.stderr.write(f"listing started, engine loaded: {'echoes_lint.engine' in sys.modules}\\n")
+    loaded = 'echoes_lint.engine' in sys.modules
+    sys.stderr.write(f"git {args[0]} started, engine loaded: {loaded}\\n")
     return start(folder, args)
 
 gitindex._start = spy
 """
 
 
-@pytest.mark.parametrize("entry", [
-    "from echoes_lint.precommit import lint_main; sys.exit(lint_main(['EchoesVault/pages/Home.md']))",
-    "from echoes_lint.cli import main; sys.exit(main(['check', '--staged']))"])
+@pytest.mark.parametrize(("entry", "started"), [
+    ("from echoes_lint.precommit import lint_main; sys.exit(lint_main(['EchoesVault/pages/Home.md']))",
+     # The staged changes only when a finding asks whether its file is new.
+     [("ls-files", False), ("diff", True)]),
+    ("from echoes_lint.cli import main; sys.exit(main(['check', '--staged']))",
+     [("ls-files", False), ("diff", False)])])
 def test_the_hooks_start_the_listing_before_the_engine_loads_and_list_once(
-        tmp_path: Path, entry: str) -> None:
-    """The one-file hook and the plain Git hook (`check --staged`): git reads the index while
-    the engine and the linter load, and the check takes that listing."""
+        tmp_path: Path, entry: str, started: list[tuple[str, bool]]) -> None:
+    """The one-file hook and the plain Git hook (`check --staged`, which also asks for the
+    staged changes): git reads the index while the engine and the linter load, and the check
+    takes what it started."""
     repo = vault_repo(tmp_path / "repo")
     staged_collision(repo)
     run = subprocess.run([sys.executable, "-c", SPY + entry], cwd=repo, capture_output=True,
                          text=True, check=False, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
-    assert run.stderr == "listing started, engine loaded: False\n"
+    assert run.stderr == "".join(f"git {command} started, engine loaded: {loaded}\n"
+                                 for command, loaded in started)
     assert f"{PAGES}/Home.md:1:1: EV030" in run.stdout
 
 
