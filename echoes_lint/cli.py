@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Callable, Optional
 
 from echoes_lint import __version__, gitindex
+
+TYPE_CHECKING = False  # not `typing`'s: `check --staged` starts git before `typing` loads
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # command -> "module:function"; every function takes the argv after the command name.
 TOOL_COMMANDS: dict[str, str] = {
