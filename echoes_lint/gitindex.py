@@ -6,6 +6,7 @@ elsewhere, lists the index itself. Git writes the listing into an unnamed file, 
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
 mode a check needs), so the paths come out of one split, without a slice per entry.
+`check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ def _decode(data: bytes) -> list[str]:
 
 
 def _by_format(items: list[str]) -> Listing:
+    """The listing of `LS_FILES`: a path, then its mode."""
     paths, modes = items[::2], items[1::2]
     gitlinks = frozenset(path for path, mode in zip(paths, modes) if mode == GITLINK_MODE) \
         if GITLINK_MODE in modes else frozenset()
@@ -97,6 +99,7 @@ def _by_format(items: list[str]) -> Listing:
 
 
 def _by_stage(records: list[str]) -> Listing:
+    """The listing of `LS_STAGE`."""
     if not records:
         return (), frozenset()
     # The mode and the stage have fixed widths and the object id one length per repository
@@ -140,7 +143,7 @@ def _sink() -> Optional[IO[bytes]]:
     try:
         create = getattr(os, "memfd_create", None)
         if create is not None:
-            return os.fdopen(create("echoes-lint-ls-files"), "w+b")
+            return os.fdopen(create("echoes-lint-git"), "w+b")
         import tempfile
 
         return tempfile.TemporaryFile()
