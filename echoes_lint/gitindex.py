@@ -19,6 +19,7 @@ import sys
 
 TYPE_CHECKING = False  # not `typing`'s: the listing starts before `typing` loads
 if TYPE_CHECKING:
+    import mmap
     from pathlib import Path
     from typing import IO, Optional, Union
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     Listing = tuple[tuple[str, ...], frozenset[str]]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[subprocess.Popen[bytes], Optional[IO[bytes]]], tuple[None, str]]
+    Buffer = Union[bytes, mmap.mmap]  # git's output, read or mapped
 
 _started: dict[str, Started] = {}
 _diffs: dict[str, Started] = {}
@@ -65,8 +67,9 @@ def start(folder: Optional[str] = None, staged: bool = False) -> None:
 def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
     """`engine.git_output` of `DIFF_STAGED` in `root`, from the one started there if any."""
     started = _diffs.pop(os.path.realpath(root), None)
-    return _finish(started if started is not None else _start(str(root), DIFF_STAGED),
-                   DIFF_STAGED)
+    data, cause = _finish(started if started is not None else _start(str(root), DIFF_STAGED),
+                          DIFF_STAGED)
+    return None if data is None else bytes(data), cause  # read, not mapped: bytes already
 
 
 def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
@@ -74,7 +77,7 @@ def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
     started = _started.pop(os.path.realpath(root), None)
     data, cause = _finish(started if started is not None else _start(str(root), LS_FILES),
-                          LS_FILES)
+                          LS_FILES, mapped=True)
     if data is not None:
         return _by_format(_decode(data)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
@@ -82,9 +85,9 @@ def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
 
 
-def _decode(data: bytes) -> list[str]:
+def _decode(data: Buffer) -> list[str]:
     # One decode of the whole listing is os.fsdecode of each path: NUL ends every entry.
-    entries = data.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+    entries = str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
     items = entries.split("\0")
     items.pop()  # every entry ends with NUL
     return items
@@ -151,10 +154,15 @@ def _sink() -> Optional[IO[bytes]]:
         return None
 
 
-def _finish(started: Started, args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
+def _finish(started: Started, args: tuple[str, ...],
+            mapped: bool = False) -> tuple[Optional[Buffer], Optional[str]]:
+    """Git's output and None, or None and why git failed. `mapped`: the output may come as the
+    file itself, mapped into memory (not copied into fresh pages: at 6 MB the copy's page
+    faults cost more than decoding it)."""
     process, sink = started
     if process is None or isinstance(sink, str):
         return None, str(sink)
+    output: Optional[Buffer]
     with process:
         try:
             # With the listing in a file, only git's messages pass through a pipe: read until
@@ -167,10 +175,23 @@ def _finish(started: Started, args: tuple[str, ...]) -> tuple[Optional[bytes], O
         finally:
             if sink is not None:
                 if process.returncode == 0:
-                    sink.seek(0)
-                    output = sink.read()
+                    output = _read(sink, mapped)
                 sink.close()
     if process.returncode == 0 and output is not None:
         return output, None
     message = errors.decode("utf-8", "backslashreplace").strip()
     return None, message[:2000] or f"git {args[0]} exited {process.returncode}"
+
+
+def _read(sink: IO[bytes], mapped: bool) -> Buffer:
+    """The whole file: mapped when `mapped` and the system can map it, else read."""
+    if mapped:
+        import mmap
+
+        try:
+            # The mapping outlives the file's descriptor; it holds what git wrote, which has ended.
+            return mmap.mmap(sink.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # empty (ValueError), or no mapping here: read it
+            pass
+    sink.seek(0)
+    return sink.read()

@@ -7,6 +7,7 @@ elsewhere, or the hook reads files only) is ended and reaped, and the findings a
 
 from __future__ import annotations
 
+import mmap
 import os
 import shlex
 import shutil
@@ -39,9 +40,9 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
             started.append((folder, None))
         return start(folder, args)
 
-    def git_finish(begun: gitindex.Started,
-                   args: tuple[str, ...]) -> tuple[Optional[bytes], Optional[str]]:
-        output = finish(begun, args)
+    def git_finish(begun: gitindex.Started, args: tuple[str, ...],
+                   mapped: bool = False) -> tuple[Optional[gitindex.Buffer], Optional[str]]:
+        output = finish(begun, args, mapped)
         if args == gitindex.LS_FILES:
             started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
@@ -175,6 +176,22 @@ def test_the_listing_by_format_is_the_listing_by_stage(tmp_path: Path) -> None:
     assert {"EchoesVault/assets/tab\there.png", "EchoesVault/assets/new\nline.png",
             os.fsdecode(b"EchoesVault/assets/caf\xe9.png")} <= set(paths)
     assert list(paths) == sorted(paths)
+
+
+def test_the_listing_is_mapped_not_copied_and_an_empty_one_is_read(tmp_path: Path) -> None:
+    """The hook decodes the listing from the file git wrote, mapped into memory; a file that
+    cannot be mapped (an empty listing) is read, and both give what reading gives."""
+    repo = odd_index(tmp_path)
+    mapped, _cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_FILES),
+                                      gitindex.LS_FILES, mapped=True)
+    read, _cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_FILES),
+                                    gitindex.LS_FILES)
+    assert isinstance(mapped, mmap.mmap) and isinstance(read, bytes)
+    assert gitindex._decode(mapped) == gitindex._decode(read)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    assert gitindex.output(empty) == (((), frozenset()), None)
 
 
 def test_a_git_without_format_is_asked_for_the_stages(tmp_path: Path) -> None:
