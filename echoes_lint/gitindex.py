@@ -36,6 +36,7 @@ LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
 # NUL `<path>` NUL.
 DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--", *SCOPE)
 GITLINK_MODE = "160000"
+REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
@@ -79,22 +80,38 @@ def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
     data, cause = _finish(started if started is not None else _start(str(root), LS_FILES),
                           LS_FILES, mapped=True)
     if data is not None:
-        return _by_format(_decode(data)), None
+        return _by_format(_text(data)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
 
 
-def _decode(data: Buffer) -> list[str]:
+def _text(data: Buffer) -> str:
     # One decode of the whole listing is os.fsdecode of each path: NUL ends every entry.
-    entries = str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-    items = entries.split("\0")
+    return str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
+def _decode(data: Buffer) -> list[str]:
+    items = _text(data).split("\0")
     items.pop()  # every entry ends with NUL
     return items
 
 
-def _by_format(items: list[str]) -> Listing:
-    """The listing of `LS_FILES`: a path, then its mode."""
+def _by_format(entries: str) -> Listing:
+    """The listing of `LS_FILES`: a path, then its mode, each ended by NUL."""
+    # The common index holds regular files only: split at each `NUL 100644 NUL`, the listing
+    # gives the paths alone, without a string per mode. No path is `100644` (each starts with
+    # a path of SCOPE), so the parts are the paths when they are half as many as the NULs.
+    paths = entries.split(REGULAR)
+    if not paths.pop() and 2 * len(paths) == entries.count("\0"):
+        return tuple(paths), frozenset()
+    items = entries.split("\0")
+    items.pop()
+    return _by_fields(items)
+
+
+def _by_fields(items: list[str]) -> Listing:
+    """`_by_format` of the listing split at each NUL: paths and modes in turn."""
     paths, modes = items[::2], items[1::2]
     gitlinks = frozenset(path for path, mode in zip(paths, modes) if mode == GITLINK_MODE) \
         if GITLINK_MODE in modes else frozenset()

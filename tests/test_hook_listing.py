@@ -20,6 +20,8 @@ from typing import Optional
 import pytest
 from conftest import git
 from helpers_check import PAGES, commit, page, vault_repo, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from echoes_lint import engine, gitindex, precommit
 from echoes_lint.precommit import HOOKS, LISTS_INDEX
@@ -192,6 +194,21 @@ def test_the_listing_is_mapped_not_copied_and_an_empty_one_is_read(tmp_path: Pat
     empty.mkdir()
     git(empty, "init", "-q")
     assert gitindex.output(empty) == (((), frozenset()), None)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(
+    st.sampled_from(["EchoesVault/a.md", "EchoesVault/100644", "EchoesVault/b\udcff", ".codex/x",
+                     "EchoesVault/sub", "EchoesVault/c d"]),
+    st.sampled_from(["100644", "100644", "100755", "120000", "160000"])), max_size=8))
+def test_the_listing_of_regular_files_splits_at_their_modes(
+        entries: list[tuple[str, str]]) -> None:
+    """The split at each regular file's mode gives what splitting at every NUL gives, for any
+    mix of modes (executables, symbolic links and gitlinks fall back to the NUL split)."""
+    text = "".join(f"{path}\0{mode}\0" for path, mode in entries)
+    fields = [field for entry in entries for field in entry]
+    assert gitindex._by_format(text) == gitindex._by_fields(fields)
+    assert gitindex._by_format(text)[0] == tuple(path for path, _mode in entries)
 
 
 def test_a_git_without_format_is_asked_for_the_stages(tmp_path: Path) -> None:
