@@ -22,11 +22,9 @@ import marshal
 import mmap
 import operator
 import os
-import re
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -50,7 +48,6 @@ from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, li
 from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
-_GIT_SCOPE = (VAULT, *engine.LOCAL_ONLY_PATHS)
 SUPPRESSION = "echoes-lint-disable-next-line"
 # Findings that `status` counts as issues: a comment in the file cannot make them go away.
 UNSUPPRESSIBLE = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV022", "EV040", "EV041", "EV042")
@@ -857,6 +854,14 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
 
 
 def _staged_context(root: Path, prefix: str) -> Context:
+    gitindex.start(str(root), staged=True)  # git lists the index while the staged files are read
+    try:
+        return _staged_files(root, prefix)
+    finally:
+        gitindex.discard()
+
+
+def _staged_files(root: Path, prefix: str) -> Context:
     entries = _staged_entries(root)
     changes = {path: status for status, _mode, _sha, path in entries}
     staged = [(path, mode, sha) for status, mode, sha, path in entries
@@ -940,32 +945,13 @@ def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Option
 # --- Git --------------------------------------------------------------------------------------
 
 
-GITLINK_MODE = "160000"
-
-
-def _ls_files(root: Path) -> tuple[tuple[str, ...], frozenset[str]]:
+def _ls_files(root: Path) -> gitindex.Listing:
     """(paths in Git's index under the Git scope, in Git's order (sorted; an unmerged path once
     per stage), the gitlinks among them)."""
-    output, cause = gitindex.output(root)
-    if output is None:
+    listing, cause = gitindex.output(root)
+    if listing is None:
         raise _git_problem(root, cause)
-    entries = output.decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-    records = entries.split("\0")
-    records.pop()  # every entry ends with NUL
-    if not records:
-        return (), frozenset()
-    # Each entry is `<mode> <id> <stage>\t<path>`: the mode and the stage have fixed widths and
-    # the object id one length per repository (SHA-1 or SHA-256), so every path starts at the
-    # same column and one slice per entry, mapped in C, finds them all.
-    start = records[0].find("\t") + 1
-    paths = tuple(map(operator.itemgetter(slice(start, None)), records))
-    gitlinks = (frozenset(_GITLINK_PATH.findall(entries))
-                if entries.startswith(_GITLINK) or f"\0{_GITLINK}" in entries else frozenset())
-    return paths, gitlinks
-
-
-_GITLINK = f"{GITLINK_MODE} "
-_GITLINK_PATH = re.compile(rf"(?:^|\0){GITLINK_MODE} [^\t\0]*\t([^\0]*)")
+    return listing
 
 
 def _ignored(root: Path, paths: Sequence[str]) -> set[str]:
@@ -979,8 +965,10 @@ def _ignored(root: Path, paths: Sequence[str]) -> set[str]:
 
 def _staged_entries(root: Path) -> list[tuple[str, str, str, str]]:
     """(status, new mode, new blob id, path) for every staged change under the Git scope."""
-    items = _git(root, ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
-                        *_GIT_SCOPE])
+    output, cause = gitindex.staged_diff(root)
+    if output is None:
+        raise _git_problem(root, cause)
+    items = engine.split_nul(output)
     entries = []
     for meta, path in zip(items[::2], items[1::2]):
         _old_mode, new_mode, _old_sha, new_sha, status = meta.lstrip(":").split(" ")

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Callable, Optional
 
-from echoes_lint import __version__, engine
+from echoes_lint import __version__, gitindex
+
+TYPE_CHECKING = False  # not `typing`'s: `check --staged` starts git before `typing` loads
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # command -> "module:function"; every function takes the argv after the command name.
 TOOL_COMMANDS: dict[str, str] = {
@@ -42,7 +45,11 @@ TOOL_SUMMARIES: dict[str, str] = {
 PROG = "echoes-lint"
 _GLOBAL_OPTIONS = ("--workspace", "--agent", "--adapter-version")
 
-USAGE = f"""\
+
+def usage() -> str:
+    from echoes_lint import engine
+
+    return f"""\
 usage: echoes-lint [--workspace DIR] [--agent NAME] [--adapter-version X.Y.Z] COMMAND [ARGS]
 
 Protocol {engine.PROTOCOL_VERSION} commands (engine {engine.ENGINE_VERSION}):
@@ -79,23 +86,36 @@ def _load(target: str) -> Callable[[list[str]], int]:
 def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     leading, command, rest = _split(args)
+    if command == "check" and "--staged" in rest:  # the plain Git hook (hooks/pre-commit)
+        gitindex.start(staged=True)  # git reads a large index while the engine and linter load
+        try:
+            return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
+        finally:
+            gitindex.discard()
+    from echoes_lint import engine
+
     if command in ("-h", "--help"):
-        sys.stdout.write(USAGE)
+        sys.stdout.write(usage())
         return 0
     if command is None:  # a bare `echoes-lint` is a person asking what it does
-        sys.stderr.write(USAGE)
+        sys.stderr.write(usage())
         return 2
     if command == "--version":
         sys.stdout.write(f"echoes-lint {__version__} (engine {engine.ENGINE_VERSION}, "
                          f"protocol {engine.PROTOCOL_VERSION})\n")
         return 0
     if command in TOOL_COMMANDS:
-        # Tool commands take the workspace as their own option; the agent options mean nothing there.
-        workspace: list[str] = []
-        for position, arg in enumerate(leading):
-            if arg == "--workspace":
-                workspace = ["--workspace", leading[position + 1]]
-            elif arg.startswith("--workspace="):
-                workspace = [arg]
-        return _load(TOOL_COMMANDS[command])(workspace + rest)
+        return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
     return engine.launch(PROG, args)
+
+
+def _workspace(leading: list[str]) -> list[str]:
+    """Tool commands take the workspace as their own option; the agent options mean nothing
+    there."""
+    workspace: list[str] = []
+    for position, arg in enumerate(leading):
+        if arg == "--workspace":
+            workspace = ["--workspace", leading[position + 1]]
+        elif arg.startswith("--workspace="):
+            workspace = [arg]
+    return workspace

@@ -15,15 +15,17 @@ it for a push, where it checks the whole vault as CI will.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Optional
 
+# Only what starts the listing of Git's index loads before it starts (not even `typing`).
 from echoes_lint import gitindex
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from typing import Optional
+
     from echoes_lint.checker import CheckResult
     from echoes_lint.findings import Finding
 
@@ -80,6 +82,8 @@ def _run_hook(hook_id: str, argv: Optional[list[str]]) -> int:
 
 
 def _hook(hook_id: str, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from echoes_lint.check import render_result, write_text
     from echoes_lint.checker import NoVault, exit_code, run_checks
     from echoes_lint.config import load_config

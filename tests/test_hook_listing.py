@@ -7,18 +7,27 @@ elsewhere, or the hook reads files only) is ended and reaped, and the findings a
 
 from __future__ import annotations
 
+import mmap
+import os
+import shlex
+import shutil
 import subprocess
-from collections.abc import Sequence
+import sys
+import sysconfig
 from pathlib import Path
 from typing import Optional
 
 import pytest
 from conftest import git
-from helpers_check import PAGES, page, vault_repo, write
+from helpers_check import PAGES, commit, page, vault_repo, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from echoes_lint import engine, gitindex, precommit
 from echoes_lint.precommit import HOOKS, LISTS_INDEX
 from echoes_lint.rules import GIT_CODES
+
+HOOK = str(Path(sysconfig.get_path("scripts")) / "echoes-lint-hook")
 
 
 @pytest.fixture()
@@ -26,25 +35,29 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
     """(folder, exit status when collected) of every `git ls-files` of the index the hook
     started; None while it was never collected."""
     started: list[tuple[str, Optional[int]]] = []
-    start, finish = engine.git_start, engine.git_finish
+    start, finish = gitindex._start, gitindex._finish
 
-    def git_start(workspace: Path, args: Sequence[str], stdin: bool = False,
-                  ) -> tuple[Optional[object], Optional[str]]:
-        if tuple(args) == gitindex.LS_FILES:
-            started.append((str(workspace), None))
-        return start(workspace, args, stdin)
+    def git_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
+        if args == gitindex.LS_FILES:
+            started.append((folder, None))
+        return start(folder, args)
 
-    def git_finish(begun: tuple[object, Optional[str]], args: Sequence[str],
-                   stdin: Optional[bytes] = None) -> tuple[Optional[bytes], Optional[str]]:
-        output = finish(begun, args, stdin)  # type: ignore[arg-type]
-        if tuple(args) == gitindex.LS_FILES:
-            process = begun[0]
-            started[-1] = (started[-1][0], getattr(process, "returncode", None))
+    def git_finish(begun: gitindex.Started, args: tuple[str, ...],
+                   mapped: bool = False) -> tuple[Optional[gitindex.Buffer], Optional[str]]:
+        output = finish(begun, args, mapped)
+        if args == gitindex.LS_FILES:
+            started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
-    monkeypatch.setattr(engine, "git_start", git_start)
-    monkeypatch.setattr(engine, "git_finish", git_finish)
+    monkeypatch.setattr(gitindex, "_start", git_start)
+    monkeypatch.setattr(gitindex, "_finish", git_finish)
     return started
+
+
+def test_the_listing_covers_the_vault_and_the_local_only_paths_of_the_engine() -> None:
+    """The hook starts git before it loads the engine, so it spells the engine's paths out."""
+    assert (engine.VAULT_DIR, *engine.LOCAL_ONLY_PATHS) == gitindex.SCOPE
+    assert gitindex.LS_FILES[-len(gitindex.SCOPE) - 1:] == ("--", *gitindex.SCOPE)
 
 
 def staged_collision(repo: Path) -> None:
@@ -102,3 +115,162 @@ def test_the_hooks_that_list_the_index_are_those_whose_rules_need_it() -> None:
     needs = {hook for hook, codes in HOOKS.items()
              if not codes or any(code.startswith(codes) for code in (*GIT_CODES, "EV050"))}
     assert needs - {precommit.PUSH_HOOK} == LISTS_INDEX
+
+
+@pytest.mark.parametrize("failure", ["printf 'EchoesVault/pages/home.md' >&1; kill -9 $$",
+                                     "printf 'partial' ; echo 'fatal: index broken' >&2; exit 128"])
+def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
+                                                               failure: str) -> None:
+    """Half a listing is no listing: the hook exits 2 and says git could not read the index."""
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {failure};; esac\n'
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    hook = subprocess.run([HOOK, f"{PAGES}/Home.md"], cwd=repo, capture_output=True, text=True,
+                          check=False, timeout=120,
+                          env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
+    assert hook.returncode == 2, hook.stdout + hook.stderr
+    assert hook.stderr.startswith("echoes-lint: error: ")
+    assert "git cannot read it" in hook.stderr
+    assert "EV030" not in hook.stdout
+
+
+def odd_index(tmp_path: Path) -> Path:
+    """An index with what a listing can meet: a conflicted page (three stages), a gitlink in the
+    vault, names with a tab, a newline and bytes that are not UTF-8, a tracked local file."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/alpha.md", page("base\n"))
+    commit(repo)
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, f"{PAGES}/alpha.md", page("other\n"))
+    commit(repo, "other")
+    git(repo, "checkout", "-q", "main")
+    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
+    commit(repo, "ours")
+    git(repo, "merge", "-q", "other", check=False)
+    for name in ("tab\there.png", "new\nline.png"):
+        write(repo, f"EchoesVault/assets/{name}", "x")
+    (repo / "EchoesVault" / "assets").joinpath(os.fsdecode(b"caf\xe9.png")).write_bytes(b"x")
+    write(repo, "EchoesVault/index.md", "# Index\n")
+    git(repo, "add", "-f", "--", "EchoesVault/assets", "EchoesVault/index.md")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},EchoesVault/assets/sub")
+    return repo
+
+
+def test_the_listing_by_format_is_the_listing_by_stage(tmp_path: Path) -> None:
+    repo = odd_index(tmp_path)
+    listed, cause = gitindex.output(repo)
+    assert cause is None and listed is not None
+    stage, cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_STAGE),
+                                    gitindex.LS_STAGE)
+    assert stage is not None
+    assert listed == gitindex._by_stage(gitindex._decode(stage))
+    paths, gitlinks = listed
+    assert gitlinks == {"EchoesVault/assets/sub"}
+    assert paths.count(f"{PAGES}/alpha.md") == 3
+    assert {"EchoesVault/assets/tab\there.png", "EchoesVault/assets/new\nline.png",
+            os.fsdecode(b"EchoesVault/assets/caf\xe9.png")} <= set(paths)
+    assert list(paths) == sorted(paths)
+
+
+def test_the_listing_is_mapped_not_copied_and_an_empty_one_is_read(tmp_path: Path) -> None:
+    """The hook decodes the listing from the file git wrote, mapped into memory; a file that
+    cannot be mapped (an empty listing) is read, and both give what reading gives."""
+    repo = odd_index(tmp_path)
+    mapped, _cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_FILES),
+                                      gitindex.LS_FILES, mapped=True)
+    read, _cause = gitindex._finish(gitindex._start(str(repo), gitindex.LS_FILES),
+                                    gitindex.LS_FILES)
+    assert isinstance(mapped, mmap.mmap) and isinstance(read, bytes)
+    assert gitindex._decode(mapped) == gitindex._decode(read)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    assert gitindex.output(empty) == (((), frozenset()), None)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(
+    st.sampled_from(["EchoesVault/a.md", "EchoesVault/100644", "EchoesVault/b\udcff", ".codex/x",
+                     "EchoesVault/sub", "EchoesVault/c d"]),
+    st.sampled_from(["100644", "100644", "100755", "120000", "160000"])), max_size=8))
+def test_the_listing_of_regular_files_splits_at_their_modes(
+        entries: list[tuple[str, str]]) -> None:
+    """The split at each regular file's mode gives what splitting at every NUL gives, for any
+    mix of modes (executables, symbolic links and gitlinks fall back to the NUL split)."""
+    text = "".join(f"{path}\0{mode}\0" for path, mode in entries)
+    fields = [field for entry in entries for field in entry]
+    assert gitindex._by_format(text) == gitindex._by_fields(fields)
+    assert gitindex._by_format(text)[0] == tuple(path for path, _mode in entries)
+
+
+def test_a_git_without_format_is_asked_for_the_stages(tmp_path: Path) -> None:
+    """Git before 2.38 refuses `--format`: the hook lists the stages and finds the same."""
+    repo = odd_index(tmp_path)
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text("#!/bin/sh\ncase \" $* \" in *\" --format=\"*) echo \"error: unknown option "
+                    "\\`format'\" >&2; exit 129;; esac\n"
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    runs = [subprocess.run([HOOK, f"{PAGES}/home.md"], cwd=repo, capture_output=True, text=True,
+                           check=False, timeout=120, env={**os.environ, **extra})
+            for extra in ({}, {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})]
+    assert runs[0].returncode == runs[1].returncode == 1, runs
+    assert runs[0].stdout == runs[1].stdout
+    assert "EchoesVault/assets/sub:1:1: EV046" in runs[1].stdout
+    assert "EchoesVault/index.md:1:1: EV020" in runs[1].stdout
+
+
+SPY = """import sys
+from echoes_lint import gitindex
+start = gitindex._start
+
+def spy(folder, args):
+    loaded = 'echoes_lint.engine' in sys.modules
+    sys.stderr.write(f"git {args[0]} started, engine loaded: {loaded}\\n")
+    return start(folder, args)
+
+gitindex._start = spy
+"""
+
+
+@pytest.mark.parametrize(("entry", "started"), [
+    ("from echoes_lint.precommit import lint_main; sys.exit(lint_main(['EchoesVault/pages/Home.md']))",
+     # The staged changes only when a finding asks whether its file is new.
+     [("ls-files", False), ("diff", True)]),
+    ("from echoes_lint.cli import main; sys.exit(main(['check', '--staged']))",
+     [("ls-files", False), ("diff", False)])])
+def test_the_hooks_start_the_listing_before_the_engine_loads_and_list_once(
+        tmp_path: Path, entry: str, started: list[tuple[str, bool]]) -> None:
+    """The one-file hook and the plain Git hook (`check --staged`, which also asks for the
+    staged changes): git reads the index while the engine and the linter load, and the check
+    takes what it started."""
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    run = subprocess.run([sys.executable, "-c", SPY + entry], cwd=repo, capture_output=True,
+                         text=True, check=False, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr == "".join(f"git {command} started, engine loaded: {loaded}\n"
+                                 for command, loaded in started)
+    assert f"{PAGES}/Home.md:1:1: EV030" in run.stdout
+
+
+def test_without_a_file_for_the_listing_git_lists_into_a_pipe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no unnamed or temporary file can be made, the same listing comes through a pipe."""
+    repo = odd_index(tmp_path)
+    listed = gitindex.output(repo)
+    assert listed[0] is not None
+    monkeypatch.setattr(gitindex, "_sink", lambda: None)
+    assert gitindex.output(repo) == listed

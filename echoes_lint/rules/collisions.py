@@ -24,51 +24,74 @@ from echoes_lint.rules.context import VAULT_PREFIX, Context
 CODES = frozenset({"EV030"})
 
 
-def _folders(paths: Iterable[str]) -> set[str]:
-    """Every folder that holds one of `paths`, at any depth."""
-    folders: set[str] = set()
-    for path in {path.rpartition("/")[0] for path in paths}:  # one pass per folder, not file
-        folder = path
-        while folder and folder not in folders:
-            folders.add(folder)
-            folder = folder.rpartition("/")[0]
-    return folders
-
-
-def collisions(files: frozenset[str], order: Sequence[str] = ()) -> list[list[str]]:
+def collisions(files: frozenset[str], order: Sequence[str] = (),
+               within: bool = False) -> list[list[str]]:
     """Groups of two or more members of one folder (files, or the folders that hold `files`)
     whose names are one name after NFC and case folding: `engine.name_collisions` over every
     file and folder, split by folder. `order` may list most of `files`, sorted and each once
-    (Git lists its index so): it saves sorting them."""
-    paths = _sorted(files, order)
+    (Git lists its index so): it saves sorting them; `within` says that its vault paths are
+    known to be members of `files`."""
+    paths = _sorted(files, order, within)
     # Every vault path is below `EchoesVault/`, alone at its level: start below it.
     top = VAULT_PREFIX if paths and paths[0].startswith(VAULT_PREFIX) \
         and paths[-1].startswith(VAULT_PREFIX) else ""
     groups: list[list[str]] = []
+    _walk(paths, 0, len(paths), top, files, groups)
+    return groups
+
+
+def _walk(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
+          groups: list[list[str]]) -> None:
+    """Add to `groups` the collisions below `folder`, whose paths are `paths[start:end]`, one
+    member of the folder (a file, or a folder: a run of sorted paths) at a time."""
     names: set[str] = set()
-    index = 0
-    while index < len(paths):  # each name below `top`: a file, or a folder of sorted paths
-        name, slash, _rest = paths[index][len(top):].partition("/")
+    index = start
+    while index < end:
+        name, slash, _rest = paths[index][len(folder):].partition("/")
         names.add(name)
         if not slash:
             index += 1
             continue
-        folder = f"{top}{name}/"
-        end = bisect.bisect_left(paths, f"{top}{name}0", index)  # "0" follows "/"
-        if not _unchanged(paths[index:end], folder):
-            groups.extend(_below(paths[index:end], folder, files))
-        index = end
-    groups.extend([top + name for name in group] for group in engine.name_collisions(names))
-    return groups
+        last = bisect.bisect_left(paths, f"{folder}{name}0", index, end)  # "0" follows "/"
+        _below(paths, index, last, f"{folder}{name}/", files, groups)
+        index = last
+    groups.extend([folder + name for name in group] for group in engine.name_collisions(names))
 
 
-def _sorted(files: frozenset[str], order: Sequence[str]) -> list[str]:
+def _below(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
+           groups: list[list[str]]) -> None:
+    """`_walk` of the folder `folder`, which starts each of `paths[start:end]`: skipped in a few
+    passes in C when folding leaves its paths alone, and a folder of files alone (the common
+    folder) checked in C."""
+    joined = "\0".join(paths[start:end])
+    count = end - start
+    if _unchanged(joined, count, folder):
+        return
+    if joined.count("/") != count * folder.count("/"):  # a folder below
+        _walk(paths, start, end, folder, files, groups)
+    elif not joined.isascii() or len(set(joined.lower().split("\0"))) != count:
+        groups.extend([folder + name for name in group] for group in _flat(
+            joined.replace(f"\0{folder}", "\0")[len(folder):].split("\0"), folder, files))
+    # else ASCII folds by `lower`, and lowering keeps every name apart (the common case)
+
+
+def _flat(names: list[str], folder: str, files: frozenset[str]) -> list[list[str]]:
+    """The collisions among `names`, the files of one folder: only names that folding changes
+    can collide, with their folds."""
+    changed = {name for name in itertools.chain(itertools.filterfalse(str.islower, names),
+                                                itertools.filterfalse(str.isascii, names))
+               if engine.fold_name(name) != name}
+    return engine.name_collisions(changed.union(key for key in engine.fold_names(list(changed))
+                                                if folder + key in files))
+
+
+def _sorted(files: frozenset[str], order: Sequence[str], within: bool) -> list[str]:
     """`sorted(files)`, from the sorted vault part of `order` (distinct paths) when that is a
     part of `files`."""
     ordered = sorted(order)  # one pass when it is sorted already
     inside = ordered[bisect.bisect_left(ordered, VAULT_PREFIX):
                      bisect.bisect_left(ordered, f"{VAULT_PREFIX[:-1]}0")]
-    if not files.issuperset(inside):
+    if not (within or files.issuperset(inside)):
         return sorted(files)
     if len(inside) < len(files):
         inside.extend(files.difference(inside))
@@ -79,39 +102,15 @@ def _sorted(files: frozenset[str], order: Sequence[str]) -> list[str]:
 _UPPER = bytes(range(ord("A"), ord("Z") + 1))
 
 
-def _unchanged(paths: list[str], folder: str) -> bool:
-    """Whether folding leaves every path below `folder` (their common start) as it is: ASCII
-    with no capital but those of `folder` itself. Counted in C, without a string per path."""
-    text = "\0".join(paths)
+def _unchanged(text: str, count: int, folder: str) -> bool:
+    """Whether folding leaves every one of `count` paths below `folder` (their common start),
+    joined in `text`, as it is: ASCII with no capital but those of `folder` itself. Counted in
+    C, without a string per path."""
     if not text.isascii():
         return False
     data = text.encode("ascii")
     capitals = len(data) - len(data.translate(None, _UPPER))
-    return capitals == len(paths) * (len(folder) - len(folder.encode().translate(None, _UPPER)))
-
-
-def _below(paths: list[str], folder: str, files: frozenset[str]) -> list[list[str]]:
-    """The collisions below `folder`, whose paths are `paths` (`folder` starts each)."""
-    text = "\0".join(paths).replace(f"\0{folder}", "\0")[len(folder):]
-    rests = text.split("\0")
-    if "/" in text:
-        members: set[str] = {*rests, *_folders(rests)}
-    else:  # one folder of files: only names that folding changes can collide, with their folds
-        changed = {name for name in itertools.chain(itertools.filterfalse(str.islower, rests),
-                                                    itertools.filterfalse(str.isascii, rests))
-                   if engine.fold_name(name) != name}
-        members = changed.union(key for key in engine.fold_names(list(changed))
-                                if folder + key in files)
-    return [siblings for group in engine.name_collisions(members)
-            for siblings in _by_parent(folder, group)]
-
-
-def _by_parent(folder: str, group: list[str]) -> list[list[str]]:
-    """Members in different folders collide because their folders do; that is reported once."""
-    by_parent: dict[str, list[str]] = {}
-    for member in group:
-        by_parent.setdefault(member.rpartition("/")[0], []).append(folder + member)
-    return [siblings for siblings in by_parent.values() if len(siblings) > 1]
+    return capitals == count * (len(folder) - len(folder.encode().translate(None, _UPPER)))
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -119,7 +118,9 @@ def check(ctx: Context) -> Iterator[Finding]:
     # The index is the set of the listing: as large when Git listed no path twice (an unmerged
     # path is listed once per stage).
     order = ctx.scan.git.tracked if len(ctx.index) == len(ctx.scan.git.tracked) else ()
-    for members in collisions(files, order):
+    # Only a gitlink takes a vault path of the index out of `files` (its files are another
+    # repository's).
+    for members in collisions(files, order, within=not ctx.gitlinks):
         yield from _report(ctx, files, members)
 
 

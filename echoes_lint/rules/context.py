@@ -53,7 +53,8 @@ class Context:
     in_git: bool = False
     index: frozenset[str] = frozenset()
     """Workspace-relative paths in Git's index (tracked or staged) under the vault and the
-    local-only paths. Staged deletions are absent, staged additions present."""
+    local-only paths (the set of `scan.git.tracked`). Staged deletions are absent, staged
+    additions present."""
     passed: Optional[frozenset[str]] = None
     """Vault files named on the command line or staged (workspace-relative); None when the whole
     vault is checked."""
@@ -87,10 +88,22 @@ class Context:
         return (not self.in_git or relative not in self.index
                 or self.staged_changes().get(relative) == "A")
 
+    def vault_ascii(self) -> bool:
+        """Whether every path of `vault_paths()` is ASCII, checked in one pass in C."""
+        paths = self.vault_paths()
+        # Git's listing holds the paths of the index (its set): a tuple joins faster than a set.
+        return "".join(self.scan.git.tracked if paths is self.index else paths).isascii()
+
     def vault_paths(self) -> frozenset[str]:
         """Every vault path this check knows to exist: the Git index, the files passed, and (for
         a whole-vault check) what the scan found on disk."""
         if self._vault_paths is None:
+            if (self.passed is not None and not self.gitlinks and self.passed <= self.index
+                    and self.index.isdisjoint(OUTSIDE_VAULT)):
+                # The common hook: every path named is in Git's index, which lists the vault
+                # only. The index itself, not a copy of 120,000 paths.
+                self._vault_paths = self.index
+                return self.index
             if self.passed is not None:
                 # Checks of named or staged files list Git's index over the vault and the
                 # local-only paths only: a copy is cheaper than a test of every path.

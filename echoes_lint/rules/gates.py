@@ -26,7 +26,7 @@ def check(ctx: Context) -> Iterator[Finding]:
             "a regular file",
             fix=f"rm -- {engine.shell_quote(ctx.path(relative))}")
     seen: set[str] = set()
-    if not "".join(ctx.vault_paths()).isascii():  # the common vault, in one pass in C
+    if not ctx.vault_ascii():  # the common vault
         seen.update(ctx.vault_paths())
     seen.update(ctx.scan.special, ctx.scan.unreadable)
     # Page names have their own finding (EV031): the engine cannot address such a page.
