@@ -545,11 +545,6 @@ def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
     return engine.Document(relative, text, None, _NO_MARKERS), _file_facts(mode, size, mtime)
 
 
-class WorkerFailed(ConfigError):
-    """The worker that reads pages died or sent what cannot be read: a gate that could not
-    look must not pass."""
-
-
 class _PageWorker:
     """A forked process that reads vault files beside the walk: first every daily file, then
     the pages of pages/ from the last one down, while the walk reads them from the first one
@@ -561,8 +556,10 @@ class _PageWorker:
     The worker never decides anything alone: the walk takes a row only for a file it reached
     itself, by path, after the worker exited cleanly, and takes pages only if the worker
     listed pages/ as it did (the same digest, so links are judged by the same files); any
-    other file it reads itself. A worker that dies is an error, never a pass. Where there is
-    no fork (or one CPU, or threads that a fork could deadlock), the walk reads everything."""
+    other file it reads itself. A worker that dies, or wrote what cannot be read, gives
+    nothing: the walk reads every file itself, as it does where there is no fork (or one CPU,
+    threads that a fork could deadlock, or SIGCHLD ignored, whose children nobody can wait
+    for)."""
 
     CHUNK = 256  # rows a frame, and pages between two looks at the walk's progress
 
@@ -649,29 +646,32 @@ class _PageWorker:
 
     def finish(self) -> None:
         """Tell the worker to stop where the walk is (it ends within one file) and collect
-        what it wrote: one that failed on its own fails the check, even where the walk read
-        every file itself."""
+        what it wrote. No row is taken before this, so a worker that failed (killed, out of
+        memory or file space) costs only time: its rows are dropped and the walk reads those
+        files itself."""
         if self.reaped:
             return
         self.reaped = True
         self.progress[0] = _NEVER
-        _pid, status = os.waitpid(self.pid, 0)
+        try:
+            status = os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:  # reaped by someone else: whether it ended well is unknown
+            status = -1
         try:
             self._digest()  # before the pipe closes: pages may come after daily files
         finally:
             os.close(self.pipe)
+        pages: dict[str, _Row] = {}
+        days: dict[str, _Daily] = {}
         try:
-            if status:
-                raise WorkerFailed(f"the process that reads pages exited with status {status}; "
-                                   "run the check again")
-            self.pages = {}
-            for kind, rows in _frames(self.file):
-                if kind == "p":
-                    self.pages.update((row[0], row) for row in rows)
-                else:
-                    self.days.update((row[0], row) for row in rows)
+            if status == 0:
+                for kind, rows in _frames(self.file):
+                    (pages if kind == "p" else days).update((row[0], row) for row in rows)
+        except ValueError:
+            pages, days = {}, {}
         finally:
             os.close(self.file)
+        self.pages, self.days = (pages, days) if status == 0 else ({}, {})
 
     def stop(self) -> None:
         """End the worker now, whatever it is doing (the walk went wrong)."""
@@ -694,7 +694,8 @@ def _can_fork() -> bool:
     there to run it, and no other thread holds a lock the fork would copy locked."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
         else os.cpu_count() or 1
-    return hasattr(os, "fork") and cpus >= 2 and threading.active_count() == 1
+    return (hasattr(os, "fork") and cpus >= 2 and threading.active_count() == 1
+            and signal.getsignal(signal.SIGCHLD) is not signal.SIG_IGN)
 
 
 def _anonymous_file() -> int:
@@ -715,12 +716,11 @@ def _frames(file: int) -> Iterator[tuple[str, list[Any]]]:
         length = int.from_bytes(os.pread(file, 4, offset), "little")
         data = os.pread(file, length, offset + 4)
         if len(data) != length:
-            raise WorkerFailed("the process that reads pages wrote a truncated frame")
+            raise ValueError("a truncated frame")
         try:
             kind, rows = marshal.loads(data)
         except (EOFError, ValueError, TypeError) as exc:
-            raise WorkerFailed("the process that reads pages wrote a frame that cannot be "
-                               "read") from exc
+            raise ValueError("a frame that cannot be read") from exc
         yield kind, rows
         offset += 4 + length
 
@@ -736,8 +736,10 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
         while view:
             view = view[os.write(file, view):]
 
-    try:
-        entries = sorted(os.scandir(f"{vault}/pages"), key=operator.attrgetter("name"))
+    pages = f"{vault}/pages"
+    try:  # a linked pages/ holds no page for the walk: never read what it points to
+        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages),
+                                                          key=operator.attrgetter("name"))
     except OSError:  # gone since the start: the walk finds no listing to agree with either
         entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
@@ -795,9 +797,9 @@ def _write_daily(vault: str, write: Callable[[str, list[Any]], None],
                 row = _daily_row(entry, relative)
                 if row is not None:
                     rows.append(row)
-        if len(rows) >= _PageWorker.CHUNK:
-            write("d", rows)
-            rows = []
+                if len(rows) >= _PageWorker.CHUNK:  # a frame stays small in a flat daily/
+                    write("d", rows)
+                    rows = []
     write("d", rows)
 
 

@@ -43,6 +43,22 @@ def page(body: str = "# Title\n", summary: str = "A page.", **fields: str) -> st
     return page_text(summary, body, **fields)
 
 
+def conflicted_vault(path: Path) -> Path:
+    """A `vault_repo` stopped in a merge whose `alpha.md` conflicts: Git's index holds that page
+    at three stages."""
+    repo = vault_repo(path)
+    write(repo, f"{PAGES}/alpha.md", page("base\n"))
+    commit(repo)
+    git(repo, "checkout", "-q", "-b", "other")
+    write(repo, f"{PAGES}/alpha.md", page("other\n"))
+    commit(repo, "other")
+    git(repo, "checkout", "-q", "main")
+    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
+    commit(repo, "ours")
+    git(repo, "merge", "-q", "other", check=False)
+    return repo
+
+
 def located(repo: Path, paths: Optional[Sequence[str]] = None, staged: bool = False,
             select: Sequence[str] = (), ignore: Sequence[str] = (),
             vault_dir: Optional[str] = None) -> list[Located]:

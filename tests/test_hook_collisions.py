@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from helpers_check import PAGES, commit, located, page, vault_repo, write
+from helpers_check import PAGES, commit, conflicted_vault, located, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -141,16 +141,7 @@ def test_an_unmerged_index_lists_each_path_once_to_the_rule(tmp_path: Path) -> N
     """Mid-merge, Git lists a conflicted path once per stage: the rule still finds a collision
     of a file outside the index (its listing, as long as the index, lacks that file) with the
     conflicted one."""
-    repo = vault_repo(tmp_path / "repo")
-    write(repo, f"{PAGES}/alpha.md", page("base\n"))
-    commit(repo)
-    git(repo, "checkout", "-q", "-b", "other")
-    write(repo, f"{PAGES}/alpha.md", page("other\n"))
-    commit(repo, "other")
-    git(repo, "checkout", "-q", "main")
-    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
-    commit(repo, "ours")
-    git(repo, "merge", "-q", "other", check=False)
+    repo = conflicted_vault(tmp_path / "repo")
     assert git(repo, "ls-files", "--unmerged", "--", f"{PAGES}/alpha.md")  # three stages
     write(repo, f"{PAGES}/Alpha.md", page())  # untracked
     assert located(repo, paths=[f"{PAGES}/Alpha.md"], select=["EV030"]) == [

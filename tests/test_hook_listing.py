@@ -19,7 +19,7 @@ from typing import Optional
 
 import pytest
 from conftest import git
-from helpers_check import PAGES, commit, page, vault_repo, write
+from helpers_check import PAGES, conflicted_vault, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,16 +144,7 @@ def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
 def odd_index(tmp_path: Path) -> Path:
     """An index with what a listing can meet: a conflicted page (three stages), a gitlink in the
     vault, names with a tab, a newline and bytes that are not UTF-8, a tracked local file."""
-    repo = vault_repo(tmp_path / "repo")
-    write(repo, f"{PAGES}/alpha.md", page("base\n"))
-    commit(repo)
-    git(repo, "checkout", "-q", "-b", "other")
-    write(repo, f"{PAGES}/alpha.md", page("other\n"))
-    commit(repo, "other")
-    git(repo, "checkout", "-q", "main")
-    write(repo, f"{PAGES}/alpha.md", page("ours\n"))
-    commit(repo, "ours")
-    git(repo, "merge", "-q", "other", check=False)
+    repo = conflicted_vault(tmp_path / "repo")
     for name in ("tab\there.png", "new\nline.png"):
         write(repo, f"EchoesVault/assets/{name}", "x")
     (repo / "EchoesVault" / "assets").joinpath(os.fsdecode(b"caf\xe9.png")).write_bytes(b"x")
