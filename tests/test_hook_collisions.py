@@ -68,6 +68,26 @@ def test_collisions_are_those_of_folding_every_file_and_folder(
         assert found(files, order, within=True) == plain(files)
 
 
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.lists(_NAME, min_size=6, max_size=10).map("/".join), max_size=10),
+       st.sampled_from(["", "a/", "A/b/", "d/" * 7]))
+def test_deep_folders_collide_as_by_folding_every_file_and_folder(paths: list[str],
+                                                                  stem: str) -> None:
+    """Below the levels walked folder by folder, the one-pass grouping finds the same."""
+    files = frozenset(VAULT + stem + path for path in paths)
+    assert found(files) == plain(files)
+
+
+def test_a_tree_hundreds_of_levels_deep_is_checked_without_recursion() -> None:
+    """A hostile index nests 600 folders (no stack for a recursive walk) with a collision of
+    files at the bottom and of folders halfway down."""
+    deep = VAULT + "assets/" + "a/" * 600
+    half = VAULT + "assets/" + "a/" * 300
+    files = frozenset({deep + "X.png", deep + "x.png", half + "B/1.png", half + "b/2.png"})
+    assert found(files) == plain(files) == {frozenset({deep + "X.png", deep + "x.png"}),
+                                            frozenset({half + "B", half + "b"})}
+
+
 def test_a_capital_meets_its_lower_case_twin_in_a_flat_folder_and_nowhere_else() -> None:
     pages = frozenset(f"{VAULT}pages/page-{number:04d}.md" for number in range(2000))
     extra = frozenset({f"{VAULT}pages/PAGE-0007.md", f"{VAULT}pages/Stra\u00dfe.md",

@@ -8,7 +8,9 @@ Every path counts (a staged `Foo.md` collides with a committed `foo.md`), but fe
 Folding keeps each `/` and folds each name on its own, so names collide only with names in the
 same folder, and a folder whose paths below it are lower-case ASCII (unchanged by folding) holds
 no collision at any depth. The rule walks the sorted paths folder by folder, skipping each such
-folder in a few passes in C, and folds only the names of the folders that remain.
+folder in a few passes in C, and folds only the names of the folders that remain. Below a few
+levels (where a hostile tree could nest hundreds), it groups the rest in one linear pass instead,
+so that no subtree is joined again at each level and no depth exhausts the stack.
 """
 
 from __future__ import annotations
@@ -36,12 +38,16 @@ def collisions(files: frozenset[str], order: Sequence[str] = (),
     top = VAULT_PREFIX if paths and paths[0].startswith(VAULT_PREFIX) \
         and paths[-1].startswith(VAULT_PREFIX) else ""
     groups: list[list[str]] = []
-    _walk(paths, 0, len(paths), top, files, groups)
+    _walk(paths, 0, len(paths), top, files, groups, 0)
     return groups
 
 
+# Levels walked folder by folder (each joins its subtree once); deeper, one linear pass.
+_WALKED_LEVELS = 6
+
+
 def _walk(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
-          groups: list[list[str]]) -> None:
+          groups: list[list[str]], level: int) -> None:
     """Add to `groups` the collisions below `folder`, whose paths are `paths[start:end]`, one
     member of the folder (a file, or a folder: a run of sorted paths) at a time."""
     names: set[str] = set()
@@ -53,13 +59,13 @@ def _walk(paths: list[str], start: int, end: int, folder: str, files: frozenset[
             index += 1
             continue
         last = bisect.bisect_left(paths, f"{folder}{name}0", index, end)  # "0" follows "/"
-        _below(paths, index, last, f"{folder}{name}/", files, groups)
+        _below(paths, index, last, f"{folder}{name}/", files, groups, level + 1)
         index = last
     groups.extend([folder + name for name in group] for group in engine.name_collisions(names))
 
 
 def _below(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
-           groups: list[list[str]]) -> None:
+           groups: list[list[str]], level: int) -> None:
     """`_walk` of the folder `folder`, which starts each of `paths[start:end]`: skipped in a few
     passes in C when folding leaves its paths alone, and a folder of files alone (the common
     folder) checked in C."""
@@ -68,11 +74,47 @@ def _below(paths: list[str], start: int, end: int, folder: str, files: frozenset
     if _unchanged(joined, count, folder):
         return
     if joined.count("/") != count * folder.count("/"):  # a folder below
-        _walk(paths, start, end, folder, files, groups)
+        if level < _WALKED_LEVELS:
+            _walk(paths, start, end, folder, files, groups, level)
+        else:
+            _grouped(paths, start, end, folder, groups)
     elif not joined.isascii() or len(set(joined.lower().split("\0"))) != count:
         groups.extend([folder + name for name in group] for group in _flat(
             joined.replace(f"\0{folder}", "\0")[len(folder):].split("\0"), folder, files))
     # else ASCII folds by `lower`, and lowering keeps every name apart (the common case)
+
+
+def _grouped(paths: list[str], start: int, end: int, folder: str,
+             groups: list[list[str]]) -> None:
+    """`_walk` of a deep folder in one pass: each path adds only the members it does not share
+    with the path before it (a folder's paths are one run of the sorted paths), to folders
+    known by number, so the work follows the paths' length, not their depth times it."""
+    members: list[set[str]] = [set()]  # of each folder below `folder` (0: `folder` itself)
+    parents: list[tuple[int, str]] = [(-1, "")]  # each folder's parent and name
+    stack = [0]  # the folders of the last path
+    previous: list[str] = []
+    for path in paths[start:end]:
+        *names, leaf = path[len(folder):].split("/")
+        shared = 0
+        while shared < min(len(names), len(previous)) and names[shared] == previous[shared]:
+            shared += 1
+        del stack[shared + 1:]
+        for name in names[shared:]:
+            members[stack[-1]].add(name)
+            parents.append((stack[-1], name))
+            members.append(set())
+            stack.append(len(members) - 1)
+        members[stack[-1]].add(leaf)
+        previous = names
+    for number, names_of in enumerate(members):
+        found = engine.name_collisions(names_of) if len(names_of) > 1 else []
+        if found:
+            at, parts = number, []
+            while at > 0:
+                at, name = parents[at]
+                parts.append(f"{name}/")
+            prefix = folder + "".join(reversed(parts))
+            groups.extend([prefix + name for name in group] for group in found)
 
 
 def _flat(names: list[str], folder: str, files: frozenset[str]) -> list[list[str]]:
