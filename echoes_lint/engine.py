@@ -1824,16 +1824,18 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
+        known = cache.listed[1] if quick is not None and cache is not None \
+            and cache.listed[0] == relative_dir else {}
         in_daily = relative_dir == _DAILY_DIR or relative_dir.startswith(_DAILY_PREFIX)
         for entry in entries:
             name = entry.name
             relative = f"{relative_dir}/{name}"
             if quick is not None and relative in quick and cache is not None:
                 if in_pages and name[-3:] == ".md" and len(name) > 3 \
-                        and cache.defer_page(entry, relative):
+                        and cache.defer_page(entry, relative, "page", known.get(name)):
                     continue
                 if in_daily and name[-3:].casefold() == ".md" \
-                        and cache.defer_page(entry, relative, "daily"):
+                        and cache.defer_page(entry, relative, "daily", known.get(name)):
                     continue
             try:
                 if entry.is_symlink():
@@ -2073,6 +2075,9 @@ class FileCache:
         self._raw: Optional[memoryview] = None  # the entries' JSON, until a walk needs them
         self.decoded = False  # whether the entries' JSON was decoded
         self.matched_folders = 0  # folders matched whole by their signature
+        # The last folder `match_folder` stat'ed without a match, with what each of its files
+        # stat'ed to: the walk of that folder takes them instead of a second stat per file.
+        self.listed: Tuple[str, Dict[str, os.stat_result]] = ("", {})
         # Per folder holding entries: its signature (`_folder_signature`) when every entry of
         # the folder has its line, else None; a folder without entries is not named.
         self.dirs: Dict[str, Optional[str]] = {}
@@ -2237,13 +2242,15 @@ class FileCache:
             document.text = None
         return document, info
 
-    def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page") -> bool:
+    def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page",
+                   info: Optional[os.stat_result] = None) -> bool:
         """`load` of a page (or daily file) whose entry matches, for a deferring walk: True
-        when deferred (and its size recorded), False to go the general way."""
+        when deferred (and its size recorded), False to go the general way. `info`: the
+        file's stat, when `match_folder` took it already."""
         try:
             if not entry.is_file(follow_symlinks=False):  # a link, a folder, a FIFO
                 return False
-            info = entry.stat(follow_symlinks=False)
+            info = info or entry.stat(follow_symlinks=False)
         except OSError:
             return False
         # None once an entry met earlier in the walk was malformed: `ignore` emptied them all.
@@ -2280,6 +2287,7 @@ class FileCache:
         signature (`_folder_signature`) equals the cache's. Then each file is a regular file
         whose entry matches as `load` matches it, and the whole folder is deferred (its sizes
         recorded) without a step per file. False: the walk lists the folder as usual."""
+        self.listed = ("", {})
         wanted = self.dirs.get(relative_dir) if self.state == "valid" else None
         if not wanted or os.scandir not in os.supports_fd:
             return False
@@ -2298,6 +2306,7 @@ class FileCache:
         lines = sorted([f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/"
                         f"{info.st_ctime_ns}/{info.st_ino}" for name, info in infos])
         if _folder_signature(lines) != wanted:
+            self.listed = (relative_dir, dict(infos))
             return False
         kind = classify_vault_path(f"{relative_dir}/x.md")
         kind = "markdown" if kind == "nested" else kind

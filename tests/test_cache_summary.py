@@ -311,3 +311,29 @@ def test_entries_damaged_in_place_are_seen_without_decoding_them(repo: Path) -> 
                                                                         "Delta.")))
     assert b"\xff" not in (repo / CACHE).read_bytes()
     assert read_only_agree(repo)["state"] == "valid"
+
+
+def test_a_folder_that_misses_its_signature_is_not_stat_again(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pages/ with one page touched outside the engine misses its signature: the walk matches
+    its entries one by one with the stats the signature check took, not a second stat each."""
+    os.utime(repo / PAGES / "Gamma.md")
+    given: List[bool] = []
+    defer_page = engine.FileCache.defer_page
+
+    def counted(self: engine.FileCache, entry: os.DirEntry[str], relative: str,
+                kind: str = "page", info: Any = None) -> bool:
+        given.append(info is not None)
+        return defer_page(self, entry, relative, kind, info)
+
+    monkeypatch.setattr(engine.FileCache, "defer_page", counted)
+    report, cache = engine.cached_inspection(repo)
+    # The day's folder and raw/ matched whole; Gamma.md is read, beside the two uncached files.
+    assert cache.matched_folders == 2 and cache.read == 3
+    assert given == [True, True, True]  # each page came with the stat already taken
+    assert report == without_cache_inspection(repo)
+
+
+def without_cache_inspection(repo: Path) -> Dict[str, Any]:
+    (repo / CACHE).unlink()
+    return engine.cached_inspection(repo)[0]
