@@ -467,7 +467,6 @@ class _GateReader(engine.FileCache):
 
 
 _PAGES_PREFIX = f"{VAULT}/pages/"
-_DAILY_DIR = f"{VAULT}/daily"
 
 
 def _needs_text(document: engine.Document, page_links: links.PageLinks) -> bool:
@@ -517,9 +516,9 @@ def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLink
             meta.close_line, meta.close_index, meta.type, meta.status, meta.summary)
 
 
-def _daily_row(entry: os.DirEntry[str], relative: str) -> Optional[_Daily]:
+def _daily_row(path: str, relative: str) -> Optional[_Daily]:
     """What the worker sends of a daily file without markers, or None (the walk reads it)."""
-    document, info = engine._load_document(entry.path, relative, False)
+    document, info = engine._load_document(path, relative, False)
     if info is None or document.text is None or document.markers:
         return None
     return relative, info.st_size, info.st_mtime, info.st_mode, document.text
@@ -766,40 +765,19 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
 
 def _write_daily(vault: str, write: Callable[[str, list[Any]], None],
                  progress: memoryview) -> None:
-    """The daily files the walk reads (below real folders of daily/), until the walk says
-    stop."""
-    daily = f"{vault}/daily"
-    if not os.path.isdir(daily) or os.path.islink(daily):
-        return
-    pending = [(daily, _DAILY_DIR)]
+    """The daily files (`engine.daily_files`: below real folders of daily/), until the walk
+    says stop."""
+    workspace = os.path.dirname(vault)
     rows: list[_Daily] = []
-    while pending:
-        directory, relative_dir = pending.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            if progress[0] == _NEVER:  # the walk is collecting: what is written is all
-                pending.clear()
-                break
-            relative = f"{relative_dir}/{entry.name}"
-            try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, relative))
-                    continue
-                regular = entry.is_file(follow_symlinks=False)
-            except OSError:
-                continue
-            if regular and engine.classify_vault_path(relative) == "daily":
-                row = _daily_row(entry, relative)
-                if row is not None:
-                    rows.append(row)
-                if len(rows) >= _PageWorker.CHUNK:  # a frame stays small in a flat daily/
-                    write("d", rows)
-                    rows = []
+    for relative in engine.daily_files(Path(workspace)):
+        if progress[0] == _NEVER:  # the walk is collecting: what is written is all
+            break
+        row = _daily_row(f"{workspace}/{relative}", relative)
+        if row is not None:
+            rows.append(row)
+        if len(rows) >= _PageWorker.CHUNK:  # a frame stays small in a flat daily/
+            write("d", rows)
+            rows = []
     write("d", rows)
 
 
