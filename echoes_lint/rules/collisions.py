@@ -177,6 +177,8 @@ def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
             position = text.index("\0", stop + 1) + 1
             continue
         last = index.at(f"{VAULT_PREFIX}{name}0")  # "0" follows "/"
+        if last <= position:  # not sorted (Git sorts its index): never loop on it
+            return None
         folder, entries = f"{VAULT_PREFIX}{name}/", text[position:last]
         # Each entry is its path and its mode (digits), each ended by NUL.
         if not _unchanged(entries, entries.count("\0") // 2, folder):
