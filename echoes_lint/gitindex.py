@@ -5,7 +5,8 @@ git reads a large index while the linter's modules load; the check then takes it
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
-mode a check needs), so the paths come out of one split, without a slice per entry.
+mode a check needs). The common index (ASCII, no gitlink) stays that text, which a check
+searches (`listed`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 

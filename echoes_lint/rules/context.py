@@ -90,8 +90,9 @@ class GitIndex(AbstractSet[str]):
         return self.text is not None or "".join(self.listed).isascii()
 
     def at(self, key: str) -> int:
-        """Where in `text` the first entry whose path is not below `key` starts (its length if
-        none): a binary search over the offsets, each step aligned on the entry it falls in."""
+        """Where in `text` the first entry whose path is `key` or sorts after it starts (the
+        length of `text` if none): a binary search over the offsets, each step aligned on the
+        start of the entry it falls in."""
         text = self.text or ""
         low, high = 0, len(text)  # each the start of an entry, or the end
         while low < high:
