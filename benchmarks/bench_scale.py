@@ -13,9 +13,10 @@ its commit and installs the checkout's engine as the runtime. It then runs one w
 write, and times every command as a fresh subprocess, interleaved round by round so that machine
 noise hits all alike: the I/O floor (one Python process reading every vault file), `status`,
 `inspect`, `search` (a word on every page, and one on none), `check`, `ci`, the one-file
-pre-commit hook, then the writers `start`, `upsert` (one new page), `append` and `end` (one new
-page). It prints the median wall time and the peak resident memory of each command (the child's
-own `ru_maxrss`, from wait4), then the issue's ratios measured in this run.
+pre-commit hook (its console script, as pre-commit runs it), then the writers `start`,
+`upsert` (one new page), `append` and `end` (one new page). It prints the median wall time
+and the peak resident memory of each command (the child's own `ru_maxrss`, from wait4), then
+the issue's ratios measured in this run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ LAYOUT = 1
 GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
                 "-c", "commit.gpgsign=false")
 
-HOOK = "import sys; from echoes_lint.precommit import lint_main; sys.exit(lint_main(sys.argv[1:]))"
+# What pre-commit runs for the `echoes-lint` hook: its console script, installed next to this
+# Python, else the script's entry function (the same run, without the installed wrapper).
+SCRIPT = Path(sys.executable).parent / "echoes-lint-hook"
+HOOK = [str(SCRIPT)] if SCRIPT.is_file() else \
+    [sys.executable, "-c", "from echoes_lint.precommit import lint_entry; lint_entry()"]
 BODY = "\n".join(f"Paragraph {i} about services, tokens and [[page-{i:06d}]]." for i in range(20))
 
 
@@ -135,7 +140,7 @@ def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str,
         "search (none)": [*runtime, "search", "no page says this"],
         "check": [*lint, "check", "--exit-zero"],
         "ci": [*lint, "ci", "--summary", "false", "--fail-on", "never"],
-        "hook (1 file)": [sys.executable, "-c", HOOK, "EchoesVault/pages/page-000001.md"],
+        "hook (1 file)": [*HOOK, "EchoesVault/pages/page-000001.md"],
     }
     writers = {
         "start": [*runtime, "start"],

@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -45,6 +46,7 @@ from echoes_lint.config import (
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links
+from echoes_lint.rules.context import GitIndex
 from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
@@ -817,20 +819,26 @@ def _files_context(root: Path, prefix: str, files: Sequence[str], git: bool,
             _classify(scan, relative, load)
         elif engine.is_special_mode(info.st_mode):
             scan.special.append(relative)
-    index: frozenset[str] = frozenset()
+    index: AbstractSet[str] = frozenset()
     gitlinks: frozenset[str] = frozenset()
     if git:
-        listed, gitlinks = _ls_files(root)
-        index = frozenset(listed)
+        listing = _ls_files(root)
+        index, gitlinks = listing, listing.gitlinks
         outside = [path for path in scan.files if path not in index] if untracked else []
         ignored = _ignored(root, outside) if outside else set()
-        scan.git = engine.GitFacts(True, listed,
+        scan.git = engine.GitFacts(True, _tracked_local(index),
                                    tuple(path for path in outside if path not in ignored),
                                    tuple(sorted(ignored)))
     _read_marker(scan, index if git else None)
     engine.finish_scan(scan)
     return Context(scan, prefix, git, index, frozenset(scan.files) | frozenset(scan.symlinks),
                    lambda: _staged_changes(root), gitlinks=gitlinks)
+
+
+def _tracked_local(index: GitIndex) -> tuple[str, ...]:
+    """`GitFacts.tracked` of a check of named or staged files: the local-only paths in Git's
+    index, all that Git readiness reads of it (the rules find every path in `Context.index`)."""
+    return tuple(path for path in engine.LOCAL_ONLY_PATHS if path in index)
 
 
 def _staged_context(root: Path, prefix: str) -> Context:
@@ -860,13 +868,12 @@ def _staged_files(root: Path, prefix: str) -> Context:
             contents[path] = blobs[sha]
             scan.files[path] = (len(blobs[sha]), 0.0)
             _classify(scan, path, load)
-    listed, gitlinks = _ls_files(root)
-    index = frozenset(listed)
-    scan.git = engine.GitFacts(True, listed)
+    index = _ls_files(root)
+    scan.git = engine.GitFacts(True, _tracked_local(index))
     _read_marker(scan, index, contents.get(MARKER_PATH))
     engine.finish_scan(scan)
     return Context(scan, prefix, True, index, frozenset(scan.files) | frozenset(scan.symlinks),
-                   lambda: changes, gitlinks=gitlinks)
+                   lambda: changes, gitlinks=index.gitlinks)
 
 
 def _classify(scan: engine.Scan, relative: str,
@@ -889,7 +896,7 @@ def _classify(scan: engine.Scan, relative: str,
 MARKER_PATH = f"{VAULT}/{engine.MARKER_FILE}"
 
 
-def _read_marker(scan: engine.Scan, index: Optional[frozenset[str]] = None,
+def _read_marker(scan: engine.Scan, index: Optional[AbstractSet[str]] = None,
                  staged: Optional[bytes] = None) -> None:
     """The marker as the commit will record it: from the staged blob when there is one, and
     missing when Git's index does not hold it (a staged deletion, or never added)."""
@@ -925,13 +932,12 @@ def _linked_ancestor(root: Path, relative: str, seen: dict[str, bool]) -> Option
 # --- Git --------------------------------------------------------------------------------------
 
 
-def _ls_files(root: Path) -> gitindex.Listing:
-    """(paths in Git's index under the Git scope, in Git's order (sorted; an unmerged path once
-    per stage), the gitlinks among them)."""
+def _ls_files(root: Path) -> GitIndex:
+    """The paths in Git's index under the Git scope, and the gitlinks among them."""
     listing, cause = gitindex.output(root)
     if listing is None:
         raise _git_problem(root, cause)
-    return listing
+    return GitIndex(listing)
 
 
 def _ignored(root: Path, paths: Sequence[str]) -> set[str]:

@@ -5,7 +5,8 @@ git reads a large index while the linter's modules load; the check then takes it
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
-mode a check needs), so the paths come out of one split, without a slice per entry.
+mode a check needs). The common index (ASCII, no gitlink) stays that text, which a check
+searches (`listed`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
@@ -40,6 +41,8 @@ REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end it
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
+    # A Listing, or the common index as Git listed it (`listed`).
+    Listed = Union[str, Listing]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[subprocess.Popen[bytes], Optional[IO[bytes]]], tuple[None, str]]
     Buffer = Union[bytes, mmap.mmap]  # git's output, read or mapped
@@ -73,14 +76,14 @@ def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
     return None if data is None else bytes(data), cause  # read, not mapped: bytes already
 
 
-def output(root: Path) -> tuple[Optional[Listing], Optional[str]]:
+def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
     started = _started.pop(os.path.realpath(root), None)
     data, cause = _finish(started if started is not None else _start(str(root), LS_FILES),
                           LS_FILES, mapped=True)
     if data is not None:
-        return _by_format(_text(data)), None
+        return listed(_text(data)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -97,7 +100,16 @@ def _decode(data: Buffer) -> list[str]:
     return items
 
 
-def _by_format(entries: str) -> Listing:
+def listed(entries: str) -> Listed:
+    """The listing of `LS_FILES`; for the common index, Git's output itself: ASCII paths (so
+    Git's order, by bytes, is Python's) and no gitlink. A check searches that text
+    (`rules.context.GitIndex`) instead of making a string of every path."""
+    if entries.isascii() and f"\0{GITLINK_MODE}\0" not in entries:  # no path is a mode
+        return entries
+    return by_format(entries)
+
+
+def by_format(entries: str) -> Listing:
     """The listing of `LS_FILES`: a path, then its mode, each ended by NUL."""
     # The common index holds regular files only: split at each `NUL 100644 NUL`, the listing
     # gives the paths alone, without a string per mode. No path is `100644` (each starts with
@@ -111,7 +123,7 @@ def _by_format(entries: str) -> Listing:
 
 
 def _by_fields(items: list[str]) -> Listing:
-    """`_by_format` of the listing split at each NUL: paths and modes in turn."""
+    """`by_format` of the listing split at each NUL: paths and modes in turn."""
     paths, modes = items[::2], items[1::2]
     gitlinks = frozenset(path for path, mode in zip(paths, modes) if mode == GITLINK_MODE) \
         if GITLINK_MODE in modes else frozenset()

@@ -17,8 +17,9 @@ from helpers_check import PAGES, commit, conflicted_vault, located, page, vault_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echoes_lint import engine
+from echoes_lint import engine, gitindex
 from echoes_lint.rules import collisions as rule
+from echoes_lint.rules.context import GitIndex
 
 VAULT = "EchoesVault/"
 
@@ -166,3 +167,66 @@ def test_an_unmerged_index_lists_each_path_once_to_the_rule(tmp_path: Path) -> N
     write(repo, f"{PAGES}/Alpha.md", page())  # untracked
     assert located(repo, paths=[f"{PAGES}/Alpha.md"], select=["EV030"]) == [
         (f"{PAGES}/Alpha.md", 1, 1, "EV030")]
+
+
+# ASCII names (Git's common listing) that fold to one another, with the capitals of daily files.
+_ASCII_NAME = st.lists(st.sampled_from(["a", "A", "b", "B", "ss", "SS", "I", "i", "k", "K", "T",
+                                        "Z", "0", "-", ".", "md"]),
+                       min_size=1, max_size=3).map("".join)
+_ASCII_PATHS = st.lists(st.lists(_ASCII_NAME, min_size=1, max_size=4).map("/".join), max_size=14)
+
+
+def listing(paths: list[str], modes: list[str], repeats: list[int]) -> str:
+    """Git's `--format` listing of `paths`: sorted, each with a mode, some listed once per
+    stage (unmerged)."""
+    return "".join(f"{path}\0{mode}\0" * count
+                   for path, mode, count in zip(sorted(set(paths)), modes, repeats))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_ASCII_PATHS, st.lists(st.sampled_from(["100644", "100755", "120000"]), min_size=14,
+                              max_size=14),
+       st.lists(st.sampled_from([1, 1, 1, 2, 3]), min_size=14, max_size=14))
+def test_collisions_of_the_listing_are_those_of_folding_every_file_and_folder(
+        below: list[str], modes: list[str], repeats: list[int]) -> None:
+    """EV030 on Git's common listing itself (clean folders skipped in C, the rest split off)
+    finds what folding every path finds, with executables, links and unmerged paths."""
+    files = frozenset(f"{VAULT}{path}" for path in below)
+    index = GitIndex(listing(list(files), modes, repeats))
+    groups = rule.listed_collisions(index)
+    assert groups is not None
+    assert {frozenset(group) for group in groups} == plain(files)
+    assert all(len(group) == len(set(group)) for group in groups)
+
+
+def test_a_listing_with_paths_outside_the_vault_is_left_to_the_sets() -> None:
+    assert rule.listed_collisions(GitIndex(listing([".codex/x", "EchoesVault/a"],
+                                                   ["100644"] * 2, [1, 1]))) is None
+    assert rule.listed_collisions(GitIndex("")) == []
+    # Git refuses an index out of order; a listing out of order still ends, left to the sets.
+    unsorted = "".join(f"{VAULT}{path}\0100644\0" for path in ("a/1", "z", "b/1"))
+    assert rule.listed_collisions(GitIndex(unsorted)) is None
+    assert rule.listed_collisions(GitIndex(((f"{VAULT}a",), frozenset()))) is None
+
+
+def test_a_one_file_hook_makes_no_string_per_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of Git's common index the one-file check splits off only the folder whose names have
+    capitals (the daily entries), never the pages, and builds no set of the index."""
+    repo = vault_repo(tmp_path / "repo")
+    for number in range(300):
+        write(repo, f"{PAGES}/page-{number:03d}.md", page(body="[[home]] [[page-001]]\n"))
+    write(repo, "EchoesVault/daily/2026-01-01/20260101T120000Z-a.md", "- x\n")
+    commit(repo)
+    write(repo, f"{PAGES}/page-001.md", "---\ntype: note\n---\n[[home]] [[page-002]]\n")
+    git(repo, "add", "-A")
+    made: list[int] = []
+
+    def frozen(self: GitIndex) -> frozenset[str]:
+        raise AssertionError("a set of every path")
+
+    monkeypatch.setattr(GitIndex, "frozen", frozen)
+    monkeypatch.setattr(gitindex, "by_format", lambda entries: made.append(len(entries)))
+    assert located(repo, paths=[f"{PAGES}/page-001.md"]) == [(f"{PAGES}/page-001.md", 1, 1,
+                                                              "EV015")] * 3
+    assert made == []

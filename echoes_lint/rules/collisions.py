@@ -18,10 +18,12 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import Finding
-from echoes_lint.rules.context import VAULT_PREFIX, Context
+from echoes_lint.rules.context import VAULT_PREFIX, Context, GitIndex
 
 CODES = frozenset({"EV030"})
 
@@ -46,7 +48,7 @@ def collisions(files: frozenset[str], order: Sequence[str] = (),
 _WALKED_LEVELS = 6
 
 
-def _walk(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
+def _walk(paths: list[str], start: int, end: int, folder: str, files: AbstractSet[str],
           groups: list[list[str]], level: int) -> None:
     """Add to `groups` the collisions below `folder`, whose paths are `paths[start:end]`, one
     member of the folder (a file, or a folder: a run of sorted paths) at a time."""
@@ -64,7 +66,7 @@ def _walk(paths: list[str], start: int, end: int, folder: str, files: frozenset[
     groups.extend([folder + name for name in group] for group in engine.name_collisions(names))
 
 
-def _below(paths: list[str], start: int, end: int, folder: str, files: frozenset[str],
+def _below(paths: list[str], start: int, end: int, folder: str, files: AbstractSet[str],
            groups: list[list[str]], level: int) -> None:
     """`_walk` of the folder `folder`, which starts each of `paths[start:end]`: skipped in a few
     passes in C when folding leaves its paths alone, and a folder of files alone (the common
@@ -117,7 +119,7 @@ def _grouped(paths: list[str], start: int, end: int, folder: str,
             groups.extend([prefix + name for name in group] for group in found)
 
 
-def _flat(names: list[str], folder: str, files: frozenset[str]) -> list[list[str]]:
+def _flat(names: list[str], folder: str, files: AbstractSet[str]) -> list[list[str]]:
     """The collisions among `names`, the files of one folder: only names that folding changes
     can collide, with their folds."""
     changed = {name for name in itertools.chain(itertools.filterfalse(str.islower, names),
@@ -155,18 +157,57 @@ def _unchanged(text: str, count: int, folder: str) -> bool:
     return capitals == count * (len(folder) - len(folder.encode().translate(None, _UPPER)))
 
 
+def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
+    """`collisions` of the paths of Git's common listing (`index.text`), when they are all in
+    the vault (else None): each folder of the vault folder whose paths folding leaves alone is
+    skipped in C, without a string per path; the others are split off the listing and walked as
+    `collisions` walks them."""
+    text = index.text
+    if text is None or (text and not (text.startswith(VAULT_PREFIX)
+                                      and index.at(f"{VAULT_PREFIX[:-1]}0") == len(text))):
+        return None
+    groups: list[list[str]] = []
+    names: set[str] = set()
+    position = 0
+    while position < len(text):
+        stop = text.index("\0", position)
+        name, slash, _rest = text[position + len(VAULT_PREFIX):stop].partition("/")
+        names.add(name)
+        if not slash:
+            position = text.index("\0", stop + 1) + 1
+            continue
+        last = index.at(f"{VAULT_PREFIX}{name}0")  # "0" follows "/"
+        if last <= position:  # not sorted (Git sorts its index): never loop on it
+            return None
+        folder, entries = f"{VAULT_PREFIX}{name}/", text[position:last]
+        # Each entry is its path and its mode (digits), each ended by NUL.
+        if not _unchanged(entries, entries.count("\0") // 2, folder):
+            paths = entries.split("\0")[:-1:2]
+            _below(paths, 0, len(paths), folder, index, groups, 1)
+        position = last
+    groups.extend([VAULT_PREFIX + name for name in group]
+                  for group in engine.name_collisions(names))
+    return groups
+
+
 def check(ctx: Context) -> Iterator[Finding]:
     files = ctx.vault_paths()
-    # The index is the set of the listing: as large when Git listed no path twice (an unmerged
-    # path is listed once per stage).
-    order = ctx.scan.git.tracked if len(ctx.index) == len(ctx.scan.git.tracked) else ()
-    # Only a gitlink takes a vault path of the index out of `files` (its files are another
-    # repository's).
-    for members in collisions(files, order, within=not ctx.gitlinks):
+    groups = listed_collisions(files) if isinstance(files, GitIndex) else None
+    if groups is None:
+        index = ctx.index
+        listed = index.listed if isinstance(index, GitIndex) else ctx.scan.git.tracked
+        # The index is the set of the listing: as large when Git listed no path twice (an
+        # unmerged path is listed once per stage).
+        order = listed if len(index) == len(listed) else ()
+        # Only a gitlink takes a vault path of the index out of `files` (its files are another
+        # repository's).
+        groups = collisions(files.frozen() if isinstance(files, GitIndex) else frozenset(files),
+                            order, within=not ctx.gitlinks)
+    for members in groups:
         yield from _report(ctx, files, members)
 
 
-def _report(ctx: Context, files: frozenset[str], members: Iterable[str]) -> Iterator[Finding]:
+def _report(ctx: Context, files: AbstractSet[str], members: Iterable[str]) -> Iterator[Finding]:
     # Anchor on a committed member, so that the new name is the one blamed.
     members = sorted(members, key=lambda member: (member in files and ctx.is_new(member), member))
     anchor = members[0]

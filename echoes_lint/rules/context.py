@@ -8,10 +8,11 @@ Rules are pure functions of a `Context`. Paths inside the scan are relative to t
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Callable, Optional, TypeVar, Union
 
-from echoes_lint import engine
+from echoes_lint import engine, gitindex
 from echoes_lint.findings import RULES, Finding, Severity
 
 VAULT_PREFIX = f"{engine.VAULT_DIR}/"
@@ -45,16 +46,80 @@ def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielde
         yield More(make(items[MAX_PER_FILE]), len(items) - MAX_PER_FILE)
 
 
+class GitIndex(AbstractSet[str]):
+    """The paths of a listing of Git's index (`gitindex.output`), as a set. Of the common index
+    (`gitindex.listed`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
+    search of that text, and no path becomes a string of its own unless a rule goes through
+    them all: the one-file hook at 100,000 pages makes none."""
+
+    def __init__(self, listed: gitindex.Listed) -> None:
+        self.text: Optional[str] = None
+        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        self._paths: Optional[tuple[str, ...]] = None
+        self.gitlinks: frozenset[str] = frozenset()
+        if isinstance(listed, str):
+            self.text = listed
+        else:
+            self._paths, self.gitlinks = listed
+        self._set: Optional[frozenset[str]] = None
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """The paths in Git's order (sorted; an unmerged path once per stage)."""
+        if self._paths is None:
+            self._paths = gitindex.by_format(self.text or "")[0]
+        return self._paths
+
+    def frozen(self) -> frozenset[str]:
+        if self._set is None:
+            self._set = frozenset(self.listed)
+        return self._set
+
+    def __contains__(self, item: object) -> bool:
+        if self.text is None or not isinstance(item, str) or "\0" in item:
+            return item in self.frozen()
+        return self.text.startswith(f"{item}\0", self.at(item))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.frozen())
+
+    def __len__(self) -> int:
+        return len(self.frozen())
+
+    def ascii(self) -> bool:
+        return self.text is not None or "".join(self.listed).isascii()
+
+    def at(self, key: str) -> int:
+        """Where in `text` the first entry whose path is `key` or sorts after it starts (the
+        length of `text` if none): a binary search over the offsets, each step aligned on the
+        start of the entry it falls in."""
+        text = self.text or ""
+        low, high = 0, len(text)  # each the start of an entry, or the end
+        while low < high:
+            middle = (low + high) // 2
+            start = text.rfind("\0", low, middle) + 1
+            if start == 0:
+                start = low  # `middle` is in the path of the entry at `low`
+            elif "0" <= text[start] <= "9":  # a mode (no path starts with a digit: see SCOPE)
+                start = text.rfind("\0", low, start - 1) + 1 or low
+            end = text.index("\0", start)
+            if text[start:end] < key:
+                low = text.index("\0", end + 1) + 1
+            else:
+                high = start
+        return low
+
+
 @dataclass
 class Context:
     scan: engine.Scan
     prefix: str = ""
     """The engine workspace relative to the repository root: `""` or `docs/`."""
     in_git: bool = False
-    index: frozenset[str] = frozenset()
+    index: AbstractSet[str] = frozenset()
     """Workspace-relative paths in Git's index (tracked or staged) under the vault and the
-    local-only paths (the set of `scan.git.tracked`). Staged deletions are absent, staged
-    additions present."""
+    local-only paths: the set of `scan.git.tracked` for a whole-vault check, a `GitIndex` for
+    checks of named or staged files. Staged deletions are absent, staged additions present."""
     passed: Optional[frozenset[str]] = None
     """Vault files named on the command line or staged (workspace-relative); None when the whole
     vault is checked."""
@@ -63,7 +128,7 @@ class Context:
     gitlinks: frozenset[str] = frozenset()
     """Index entries that are gitlinks (submodules), workspace-relative."""
     _changes: Optional[Mapping[str, str]] = field(default=None, repr=False)
-    _vault_paths: Optional[frozenset[str]] = field(default=None, repr=False)
+    _vault_paths: Optional[AbstractSet[str]] = field(default=None, repr=False)
 
     def path(self, relative: str) -> str:
         """A workspace-relative path as findings and fix commands show it."""
@@ -91,14 +156,14 @@ class Context:
     def vault_ascii(self) -> bool:
         """Whether every path of `vault_paths()` is ASCII, checked in one pass in C."""
         paths = self.vault_paths()
-        # Git's listing holds the paths of the index (its set): a tuple joins faster than a set.
-        return "".join(self.scan.git.tracked if paths is self.index else paths).isascii()
+        return paths.ascii() if isinstance(paths, GitIndex) else "".join(paths).isascii()
 
-    def vault_paths(self) -> frozenset[str]:
+    def vault_paths(self) -> AbstractSet[str]:
         """Every vault path this check knows to exist: the Git index, the files passed, and (for
         a whole-vault check) what the scan found on disk."""
         if self._vault_paths is None:
-            if (self.passed is not None and not self.gitlinks and self.passed <= self.index
+            if (self.passed is not None and not self.gitlinks
+                    and all(path in self.index for path in self.passed)
                     and self.index.isdisjoint(OUTSIDE_VAULT)):
                 # The common hook: every path named is in Git's index, which lists the vault
                 # only. The index itself, not a copy of 120,000 paths.

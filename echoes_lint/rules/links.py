@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from typing import Optional
 
 from echoes_lint import engine
@@ -117,7 +118,7 @@ def links(text: str, first_line: int) -> Iterator[Link]:
 class _Targets:
     """The vault files the check knows about, by name; folded lookups are built on first need."""
 
-    def __init__(self, paths: frozenset[str]) -> None:
+    def __init__(self, paths: AbstractSet[str]) -> None:
         self.inner = [path[len(VAULT_PREFIX):] for path in paths if path.startswith(VAULT_PREFIX)]
         self.names = {path.rpartition("/")[2] for path in self.inner}
         self._folded_names: Optional[set[str]] = None
