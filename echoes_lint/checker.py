@@ -394,11 +394,12 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Con
 _PAGE_FOLDERS = frozenset({VAULT, f"{VAULT}/pages"})
 
 
-# What the documents of a whole-vault gate scan without markers, and its pages without fields,
-# share: nothing ever adds to either (rules and reports only read documents), and one object
-# instead of one per file is 13 MB less at 100,000 pages.
+# What the documents of a whole-vault gate scan without markers, and its pages without fields
+# or problems, share: nothing ever adds to them (rules and reports only read documents), and
+# one object instead of one per file is 13 MB less at 100,000 pages.
 _NO_MARKERS: list[tuple[int, str]] = []
 _NO_FIELDS: dict[str, engine.Field] = {}
+_NO_PROBLEMS: list[engine.Problem] = []
 
 
 class _GateReader(engine.FileCache):
@@ -483,6 +484,16 @@ def _let_go(document: engine.Document) -> None:
     document.text = None
     if document.meta is not None:
         document.meta.fields = _NO_FIELDS
+    _settle_clean(document)
+
+
+def _settle_clean(document: engine.Document) -> None:
+    """A page that needs no text was read whole and has no frontmatter problem: with an ASCII
+    name (no surrogate), the engine finds no problem in it (`Document.page_problems`). Said
+    here, where that is known, it costs `ci`'s status report nothing per page (the engine's
+    first look takes a lock and a search on Python before 3.12: 80 ms at 100,000 pages)."""
+    if document.path.isascii():
+        document.__dict__["page_problems"] = _NO_PROBLEMS
 
 
 def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], bytes]:
@@ -534,8 +545,9 @@ def _lean_document(relative: str, row: _Row) -> tuple[engine.Document, os.stat_r
     _name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    return (engine.Document(relative, None, None, _NO_MARKERS, meta),
-            _file_facts(mode, size, mtime))
+    document = engine.Document(relative, None, None, _NO_MARKERS, meta)
+    _settle_clean(document)
+    return document, _file_facts(mode, size, mtime)
 
 
 def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
