@@ -44,7 +44,7 @@ from echoes_lint.config import (
 )
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
-from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links
+from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links, mergedriver
 from echoes_lint.rules.marker import NOT_IN_INDEX
 
 VAULT = engine.VAULT_DIR
@@ -186,6 +186,8 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
             raise ConfigError("--staged needs a Git repository")
         context = _staged_context(root, prefix)
     elif paths is None:
+        if git and enabled & mergedriver.CODES:
+            mergedriver.prefetch(repo_root)  # git answers while the vault is read
         context = _whole_context(root, prefix, git)
     else:
         files, folders, whole = _resolve_paths(workspace, root, paths)

@@ -5,6 +5,7 @@
   definition (each name's `page_stem`, `stem_identity` and `page_sort_key`, one at a time),
   over generated names of every shape (non-ASCII, `.MD`, `.md` alone, NFD spellings, names
   that collide).
+- The merge-driver rule's git commands start before the walk and the rule takes their answers.
 - A page that the gate's walk let go (no rule needs its text) carries the engine's own
   `page_problems`, and `ci`'s status report on the lean scan is the engine's report on its own
   scan of the same vault.
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers_check import PAGES, commit, page, vault_repo, write
@@ -23,6 +26,8 @@ from hypothesis import strategies as st
 
 from echoes_lint import checker, engine
 from echoes_lint.checker import run_checks
+from echoes_lint.merge import ATTRIBUTES_LINE
+from echoes_lint.rules import mergedriver
 
 _STEMS = st.sampled_from(["a", "A", "b", "page-1", "Page-1", ".hidden", "x.", "é", "e\u0301",
                           "É", "straße", "STRASSE", "z", "a.md", "-_", "ß", "Ω", "k\u212a"])
@@ -113,3 +118,31 @@ def test_ci_reports_the_status_of_the_engines_own_scan(tmp_path: Path) -> None:
     assert json.dumps(lean, sort_keys=True) == json.dumps(whole, sort_keys=True)
     assert lean["health"]["invalidFrontmatter"] == ["broken", "marked"]
     assert lean["health"]["conflictMarkers"] == ["pages/marked.md"]
+
+
+def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    git_dir = repo / ".git"
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "attributes").write_text(ATTRIBUTES_LINE + "\n", encoding="utf-8")
+    events: list[str] = []
+    start, scan = engine.git_start, engine.scan_workspace
+
+    def started(workspace: Path, args: Sequence[str], stdin: bool = False) -> Any:
+        events.append(" ".join(args[:2]))
+        return start(workspace, args, stdin)
+
+    def scanned(*args: Any, **kwargs: Any) -> engine.Scan:
+        events.append("walk")
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "git_start", started)
+    monkeypatch.setattr(engine, "scan_workspace", scanned)
+    findings = run_checks(repo).findings
+    assert [finding.code for finding in findings] == ["EV091"]  # the answers, as git gave them
+    walk = events.index("walk")
+    assert {"config --show-origin", "rev-parse --git-path"} <= set(events[:walk])
+    assert events.count("config --show-origin") == 1 and mergedriver._prefetched == {}
+    run_checks(repo, select=["EV050"])  # the rule does not run: nothing is started for it
+    assert events.count("config --show-origin") == 1
