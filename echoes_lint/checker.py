@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from echoes_lint import engine, gitindex
+from echoes_lint import cli, engine, gitindex
 from echoes_lint.config import (
     Config,
     ConfigError,
@@ -258,7 +258,10 @@ def _git_problem(where: Path, cause: Optional[str]) -> GitUnavailable:
 def _repository_top(workspace: Path) -> Optional[Path]:
     """The repository root, or None outside Git. Inside a repository (a `.git` above the
     workspace) that git cannot read, raise: never check as if Git were not there."""
-    top, cause = engine.git_output(workspace, ["rev-parse", "--show-toplevel"])
+    args = ["rev-parse", "--show-toplevel"]
+    early = cli.toplevel(str(workspace))  # started before the linter loaded
+    top, cause = engine.git_finish((early, None), args) if early is not None \
+        else engine.git_output(workspace, args)
     if top is not None and top.strip():
         return Path(os.fsdecode(top.strip())).resolve()
     marked = next((folder for folder in (workspace, *workspace.parents)

@@ -5,6 +5,7 @@
   definition (each name's `page_stem`, `stem_identity` and `page_sort_key`, one at a time),
   over generated names of every shape (non-ASCII, `.MD`, `.md` alone, NFD spellings, names
   that collide).
+- `check` and `ci` take the repository root from a git started before they loaded.
 - The merge-driver rule's git commands start before the walk and the rule takes their answers.
 - A page that the gate's walk let go (no rule needs its text) carries the engine's own
   `page_problems`, and `ci`'s status report on the lean scan is the engine's report on its own
@@ -17,14 +18,14 @@ import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from helpers_check import PAGES, commit, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echoes_lint import checker, engine
+from echoes_lint import checker, cli, engine
 from echoes_lint.checker import run_checks
 from echoes_lint.merge import ATTRIBUTES_LINE
 from echoes_lint.rules import mergedriver
@@ -146,3 +147,26 @@ def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
     assert events.count("config --show-origin") == 1 and mergedriver._prefetched == {}
     run_checks(repo, select=["EV050"])  # the rule does not run: nothing is started for it
     assert events.count("config --show-origin") == 1
+
+
+@pytest.mark.parametrize("command", [["check", "--exit-zero"], ["ci", "--summary", "false", "--fail-on", "never"]])
+def test_the_gates_take_the_repository_root_git_gave_before_they_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    asked: list[str] = []
+    output = engine.git_output
+
+    def recorded(workspace: Path, args: Sequence[str], stdin: Optional[bytes] = None) -> Any:
+        asked.append(" ".join(args))
+        return output(workspace, args, stdin)
+
+    monkeypatch.setattr(engine, "git_output", recorded)
+    monkeypatch.chdir(repo / PAGES)  # below the root: git names the root
+    assert cli.main(command) == 0
+    assert "rev-parse --show-toplevel" not in asked and cli._toplevels == {}
+    assert "EchoesVault" in capsys.readouterr().out or command[0] == "check"
+    assert cli.main([*command, f"--workspace={repo}"]) == 0  # the option's folder: asked there
+    assert asked.count("rev-parse --show-toplevel") == 1
+    monkeypatch.chdir(tmp_path)  # no repository here: the option still names one
+    assert cli.main(["check", "--workspace", str(repo)]) == 0 and cli._toplevels == {}
