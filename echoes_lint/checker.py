@@ -513,10 +513,11 @@ def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], b
 
 
 # A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
-# close index, type, status, summary); a daily file: (path, size, mtime, mode, text).
+# close index, type, status, summary); a daily file: (path, size, mtime, mode, text, entry
+# headings).
 _Row = tuple[str, int, float, int, int, Optional[int], Optional[int], Optional[str],
              Optional[str], Optional[str]]
-_Daily = tuple[str, int, float, int, str]
+_Daily = tuple[str, int, float, int, str, int]
 
 
 def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLinks,
@@ -536,7 +537,9 @@ def _daily_row(path: str, relative: str) -> Optional[_Daily]:
     document, info = engine._load_document(path, relative, False)
     if info is None or document.text is None or document.markers:
         return None
-    return relative, info.st_size, info.st_mtime, info.st_mode, document.text
+    # Its entry headings (what `ci`'s status counts) are counted here, beside the walk.
+    return (relative, info.st_size, info.st_mtime, info.st_mode, document.text,
+            document.entry_headings)
 
 
 def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
@@ -556,8 +559,10 @@ def _lean_document(relative: str, row: _Row) -> tuple[engine.Document, os.stat_r
 
 def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
     """What `load` makes of the daily file of a row."""
-    relative, size, mtime, mode, text = row
-    return engine.Document(relative, text, None, _NO_MARKERS), _file_facts(mode, size, mtime)
+    relative, size, mtime, mode, text, headings = row
+    document = engine.Document(relative, text, None, _NO_MARKERS)
+    document.__dict__["entry_headings"] = headings  # `Document.entry_headings`, as counted
+    return document, _file_facts(mode, size, mtime)
 
 
 class _PageWorker:

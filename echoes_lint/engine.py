@@ -3231,9 +3231,12 @@ def clone_view(scan: Scan) -> Scan:
     def kept(paths: Sequence[str]) -> List[str]:
         return [path for path in paths if path not in local]
 
+    files = dict(scan.files)  # copied in C, then the few local paths dropped
+    for path in local:
+        files.pop(path, None)
     view = dataclasses.replace(
         scan, other_markdown=[d for d in scan.other_markdown if d.path not in local],
-        files={path: value for path, value in scan.files.items() if path not in local},
+        files=files,
         symlinks=kept(scan.symlinks), unreadable=kept(scan.unreadable),
         special=kept(scan.special))
     if f"{VAULT_DIR}/{INDEX_FILE}" in local:

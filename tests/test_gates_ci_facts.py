@@ -9,11 +9,13 @@
 - The merge-driver rule's git commands start before the walk and the rule takes their answers.
 - A page that the gate's walk let go (no rule needs its text) carries the engine's own
   `page_problems`, and `ci`'s status report on the lean scan is the engine's report on its own
-  scan of the same vault.
+  scan of the same vault (the entry headings of daily files, counted by the gate's worker,
+  included).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import random
 from collections.abc import Sequence
@@ -98,6 +100,10 @@ def _vault(tmp_path: Path) -> Path:
     write(repo, f"{PAGES}/broken.md", "---\ntype: note\n---\n")
     write(repo, f"{PAGES}/marked.md", page("<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n"))
     write(repo, "EchoesVault/daily/2026-01-02/entry.md", "### Session — x\n\nText.\n")
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    for number in range(3):  # today's entries: the worker counts their headings
+        write(repo, f"EchoesVault/daily/{today}/e{number}.md",
+              "### Session — a\n\nOne.\n\n### Scratchpad — b\n\nTwo.\n")
     commit(repo, "pages")
     return repo
 
@@ -119,6 +125,7 @@ def test_ci_reports_the_status_of_the_engines_own_scan(tmp_path: Path) -> None:
     assert json.dumps(lean, sort_keys=True) == json.dumps(whole, sort_keys=True)
     assert lean["health"]["invalidFrontmatter"] == ["broken", "marked"]
     assert lean["health"]["conflictMarkers"] == ["pages/marked.md"]
+    assert lean["health"]["todayEntries"] == 6
 
 
 def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
@@ -149,7 +156,8 @@ def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
     assert events.count("config --show-origin") == 1
 
 
-@pytest.mark.parametrize("command", [["check", "--exit-zero"], ["ci", "--summary", "false", "--fail-on", "never"]])
+@pytest.mark.parametrize("command", [["check", "--exit-zero"],
+                                     ["ci", "--summary", "false", "--fail-on", "never"]])
 def test_the_gates_take_the_repository_root_git_gave_before_they_loaded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         command: list[str]) -> None:
