@@ -81,12 +81,16 @@ class CheckResult:
             return sources
         documents = list(self.scan.documents())
         prefix = self.prefix
-        paths = [prefix + document.path for document in documents]
-        # The common vault has no path to escape: one search of them all instead of one each.
-        joined = "/".join(paths)
-        plain = printable(joined) == joined
-        for document, raw in zip(documents, paths):
-            path = raw if plain else printable(raw)
+        # The common vault has no path to escape: one search of them all instead of one each,
+        # and then only the documents with findings get their reported path.
+        joined = "/".join([prefix, *(document.path for document in documents)])
+        if printable(joined) == joined:
+            relative = {path[len(prefix):] for path in wanted if path.startswith(prefix)}
+            chosen = [(prefix + document.path, document) for document in documents
+                      if document.path in relative]
+        else:
+            chosen = [(printable(prefix + document.path), document) for document in documents]
+        for path, document in chosen:
             if path not in wanted:
                 continue
             text = document.text

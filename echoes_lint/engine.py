@@ -3225,7 +3225,9 @@ def clone_view(scan: Scan) -> Scan:
     (spec section 14) that Git does not track, which no clone has. A gate that judges this view
     gives a working copy with a stale or missing index, state or intent file the verdict CI
     gives; a tracked local file stays (CI has it too, and EV020/EV021 report it)."""
-    tracked = set(scan.git.tracked) if scan.git.available else set()
+    # Only the local-only paths are looked up: no set of every tracked path.
+    tracked = set(LOCAL_ONLY_PATHS).intersection(scan.git.tracked) if scan.git.available \
+        else set()
     local = {path for path in LOCAL_ONLY_PATHS if path not in tracked}
 
     def kept(paths: Sequence[str]) -> List[str]:

@@ -7,6 +7,7 @@
   that collide).
 - `check` and `ci` take the repository root from a git started before they loaded.
 - The merge-driver rule's git commands start before the walk and the rule takes their answers.
+- The report's source lines are found by path below the vault's folder, plain or escaped.
 - A page that the gate's walk let go (no rule needs its text) carries the engine's own
   `page_problems`, and `ci`'s status report on the lean scan is the engine's report on its own
   scan of the same vault (the entry headings of daily files, counted by the gate's worker,
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
+from conftest import init_repo, make_vault
 from helpers_check import PAGES, commit, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -178,3 +180,18 @@ def test_the_gates_take_the_repository_root_git_gave_before_they_loaded(
     assert asked.count("rev-parse --show-toplevel") == 1
     monkeypatch.chdir(tmp_path)  # no repository here: the option still names one
     assert cli.main(["check", "--workspace", str(repo)]) == 0 and cli._toplevels == {}
+
+
+@pytest.mark.parametrize("name", ["plain.md", "bad\x1bname.md"])
+def test_a_vault_below_the_root_shows_the_source_lines_of_its_findings(
+        tmp_path: Path, name: str) -> None:
+    """The report finds a document by its path below the vault's folder, plain or escaped."""
+    repo = init_repo(tmp_path / "repo")
+    vault = make_vault(repo / "docs")
+    write(vault.parent, f"{PAGES}/{name}", page("# P\n\nSee [[gone]] here.\n"))
+    write(vault.parent, f"{PAGES}/other.md", page("# O\n\nNo links.\n"))
+    commit(repo, "vault")
+    result = run_checks(repo, vault_dir="docs/EchoesVault")
+    shown = f"docs/{PAGES}/{engine.printable(name)}"
+    assert {finding.path for finding in result.findings} == {shown}
+    assert result.sources() == {shown: page("# P\n\nSee [[gone]] here.\n").split("\n")}
