@@ -501,7 +501,8 @@ def _settle_clean(document: engine.Document) -> None:
     here, where that is known, it costs `ci`'s status report nothing per page (the engine's
     first look takes a lock and a search on Python before 3.12: 80 ms at 100,000 pages)."""
     if document.path.isascii():
-        document.__dict__["page_problems"] = _NO_PROBLEMS
+        # An attribute, not `__dict__[...]`: asking for `__dict__` would make one per page.
+        document.page_problems = _NO_PROBLEMS
 
 
 def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], bytes]:
@@ -565,7 +566,7 @@ def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
     """What `load` makes of the daily file of a row."""
     relative, size, mtime, mode, text, headings = row
     document = engine.Document(relative, text, None, _NO_MARKERS)
-    document.__dict__["entry_headings"] = headings  # `Document.entry_headings`, as counted
+    document.entry_headings = headings  # as counted (an attribute: no `__dict__` made)
     return document, _file_facts(mode, size, mtime)
 
 
