@@ -7,6 +7,7 @@
   that collide).
 - `check` and `ci` take the repository root from a git started before they loaded.
 - The merge-driver rule's git commands start before the walk and the rule takes their answers.
+- The link rule's page stems, taken from all names at once, are the stems name by name.
 - The report's source lines are found by path below the vault's folder, plain or escaped.
 - A page that the gate's walk let go (no rule needs its text) carries the engine's own
   `page_problems`, and `ci`'s status report on the lean scan is the engine's report on its own
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 from echoes_lint import checker, cli, engine
 from echoes_lint.checker import run_checks
 from echoes_lint.merge import ATTRIBUTES_LINE
-from echoes_lint.rules import mergedriver
+from echoes_lint.rules import links, mergedriver
 
 _STEMS = st.sampled_from(["a", "A", "b", "page-1", "Page-1", ".hidden", "x.", "é", "e\u0301",
                           "É", "straße", "STRASSE", "z", "a.md", "-_", "ß", "Ω", "k\u212a"])
@@ -195,3 +196,11 @@ def test_a_vault_below_the_root_shows_the_source_lines_of_its_findings(
     shown = f"docs/{PAGES}/{engine.printable(name)}"
     assert {finding.path for finding in result.findings} == {shown}
     assert result.sources() == {shown: page("# P\n\nSee [[gone]] here.\n").split("\n")}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.frozensets(st.sampled_from(["a.md", "b.MD", ".md", "c", "d.md.md", "e.mdx", "f.md",
+                                      "é.md", "g h.md", "", "md", "x.md"]), max_size=6))
+def test_link_stems_taken_at_once_are_the_stems_name_by_name(names: frozenset[str]) -> None:
+    assert links.PageLinks(names).stems == frozenset(name[:-3] for name in names
+                                                    if name.endswith(".md"))
