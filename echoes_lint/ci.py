@@ -156,7 +156,8 @@ def local_notes(scan: engine.Scan, report: Mapping[str, Any], prefix: str) -> li
     """What only this working copy has: local-only files that are stale, invalid or pending,
     each with the command that fixes it. They never change the verdict, since a CI checkout
     has none of them (`engine.clone_view`); a missing one is no note, as in a fresh clone."""
-    tracked = set(scan.git.tracked)
+    # Only the local-only paths are looked up: no set of every tracked path.
+    tracked = set(engine.LOCAL_ONLY_PATHS).intersection(scan.git.tracked)
     found = []
     index = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
     rendered = report["indexRefresh"]["sha256"]

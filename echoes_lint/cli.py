@@ -7,6 +7,8 @@ Each tool command lives in one module with `main(argv) -> int`, imported only wh
 from __future__ import annotations
 
 import importlib
+import os
+import subprocess
 import sys
 
 from echoes_lint import __version__, gitindex
@@ -92,6 +94,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
         finally:
             gitindex.discard()
+    if command in ("check", "ci"):  # the whole-vault gates: the repository root, asked now
+        _start_toplevel(args)
+        try:
+            return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
+        finally:
+            _discard_toplevel()
     from echoes_lint import engine
 
     if command in ("-h", "--help"):
@@ -107,6 +115,38 @@ def main(argv: Optional[list[str]] = None) -> int:
     if command in TOOL_COMMANDS:
         return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
     return engine.launch(PROG, args)
+
+
+# `git rev-parse --show-toplevel` in the folder of a gate run without --workspace, started
+# before the engine and the linter load (about 35 ms) instead of after: a check takes it.
+_TOPLEVEL = ("rev-parse", "--show-toplevel")
+_toplevels: dict[str, subprocess.Popen[bytes]] = {}
+
+
+def _start_toplevel(args: list[str]) -> None:
+    if any(arg.startswith("--workspace") for arg in args):
+        return  # the folder is the option's: the check asks git there itself
+    try:
+        folder = os.getcwd()
+        _toplevels[os.path.realpath(folder)] = subprocess.Popen(
+            ["git", *_TOPLEVEL], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return  # the check runs git itself, and says why it cannot
+
+
+def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
+    """The `git rev-parse --show-toplevel` started in `folder` (resolved) for this run, if
+    any: `engine.git_finish` collects it."""
+    return _toplevels.pop(os.path.realpath(folder), None)
+
+
+def _discard_toplevel() -> None:
+    """Collect a started git that no check took (a usage error stopped it first)."""
+    while _toplevels:
+        process = _toplevels.popitem()[1]
+        with process:
+            process.communicate()
 
 
 def _workspace(leading: list[str]) -> list[str]:

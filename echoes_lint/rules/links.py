@@ -161,6 +161,16 @@ def _target(inner: str) -> str:
 _UNUSUAL_INNER = re.compile(r"[|#\\/\s]")
 
 
+def _stems(names: frozenset[str]) -> frozenset[str]:
+    """The stem of every name ending in `.md`: when they all do (the common pages/), in a few
+    passes in C instead of a slice per name (a whole-vault gate does this in two processes)."""
+    joined = "\0".join(names)
+    if (joined.endswith(".md") and joined.count(".md\0") == len(names) - 1
+            and joined.count("\0") == len(names) - 1):
+        return frozenset(joined[:-3].replace(".md\0", "\0").split("\0"))
+    return frozenset(name[:-3] for name in names if name.endswith(".md"))
+
+
 class PageLinks:
     """Which links resolve to one of `pages` (names of files in `pages/` that the vault is known
     to hold) or into their own page: fewer than the check resolves, never more. Whole-vault
@@ -168,7 +178,7 @@ class PageLinks:
 
     def __init__(self, pages: frozenset[str]) -> None:
         self.pages = pages
-        self.stems = frozenset(name[:-3] for name in pages if name.endswith(".md"))
+        self.stems = _stems(pages)
         self.resolved: set[str] = set()
         self.unresolved: set[str] = set()
 
