@@ -2445,7 +2445,7 @@ class FileCache:
         for relative, line in lines:
             self._line(relative, line)
         rendered = prospect.render()
-        summary.update(pages=len(prospect.names), index=text_digest(rendered),
+        summary.update(pages=len(prospect.names), index=prospect.digest(),
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
@@ -2964,11 +2964,24 @@ def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
 class IndexTable(_IndexRows[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
     """`prospective_pages` of a `PageTable`: names and index rows in index order and the
     deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
-    else gets the entries a full computation makes."""
+    else gets the entries a full computation makes. Its rows are never changed."""
+
+    _text: Optional[str] = None
+    _digest: Optional[str] = None
 
     def render(self) -> str:
-        """The index `build_index` renders for these pages."""
-        return INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows else INDEX_HEADER
+        """The index `build_index` renders for these pages (once: the writer plans it, and
+        its cache's summary records its digest)."""
+        if self._text is None:
+            self._text = INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows \
+                else INDEX_HEADER
+        return self._text
+
+    def digest(self) -> str:
+        """`sha256_text` of `render`, once."""
+        if self._digest is None:
+            self._digest = text_digest(self.render())
+        return self._digest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5422,7 +5435,8 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[s
     changes.pages = len(entries)
     rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
-            "sha256": sha256_text(rendered)}, rendered
+            "sha256": entries.digest() if isinstance(entries, IndexTable)
+            else sha256_text(rendered)}, rendered
 
 
 def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,
