@@ -2869,7 +2869,9 @@ def page_table(scan: Scan, summary: Dict[str, Any], pages: int,
     rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
     if len(rows) != len(names):  # a row over several lines: no row per name
         return None
-    return PageTable(names, rows, summary["deprecated"], documents)
+    table = PageTable(names, rows, summary["deprecated"], documents)
+    table.source = (scan.index_text, rendered)
+    return table
 
 
 _Item = TypeVar("_Item")
@@ -2907,6 +2909,9 @@ class PageTable(_IndexRows[Document]):
                  documents: Callable[[], List[Document]]) -> None:
         super().__init__(names, rows, deprecated, documents)
         self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
+        # The index these rows were split from and its digest (the summary's: it is a render
+        # of these rows), which a prospect without a page written renders again.
+        self.source: Optional[Tuple[str, str]] = None
 
     def colliding(self, filename: str) -> Optional[str]:
         return _colliding(self.names, filename)
@@ -2932,8 +2937,10 @@ class PageTable(_IndexRows[Document]):
                 rows.insert(at, index_row(name, meta))
             if meta.deprecated:
                 deprecated = sorted([*deprecated, stem])
-        return IndexTable(names, rows, deprecated,
-                          lambda: _entries(list(self), overrides))
+        table = IndexTable(names, rows, deprecated, lambda: _entries(list(self), overrides))
+        if not overrides and self.source is not None:
+            table._text, table._digest = self.source
+        return table
 
 
 def _position(names: Sequence[str], filename: str) -> int:
