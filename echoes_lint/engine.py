@@ -1965,11 +1965,15 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 #   hooks, the Action, the merge tools) never read it: a committed cache is hostile input;
 # - it is JSON read with a size bound, and every entry is checked before use (no pickle, no code).
 
-# The file is two JSON texts on two lines: a head (stamp, summary, folder signatures, and the
-# length of the second line, so that a torn file is never taken) and the entries, decoded only
-# by a walk that needs an entry: one in which every folder matched its signature needs none.
+# The file is a log of segments, each an entries line (the items of one JSON object) and a head
+# line (stamp, summary, folder signatures, and where the live entries lines are, with their
+# length and CRC-32, so that a torn or damaged file is never taken). The last complete head
+# counts: a writer that took the summary appends a segment with the entries of the files it
+# wrote instead of rewriting every entry, and an append torn by a crash (or still being written
+# while a reader looks) leaves the head before it the last complete one. The entries are decoded
+# only by a walk that needs an entry: one in which every folder matched its signature needs none.
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
@@ -1978,6 +1982,13 @@ CACHE_MAX_MARKERS = 64
 CACHE_MIN_CHANGES = 16
 CACHE_SLICE = 4096  # entries encoded at a time when the cache is written
 CACHE_CHANGE_SHARE = 256
+# Appends stop (every entry is written once again) when the file would be larger than this many
+# times its live bytes, plus CACHE_TAIL, or hold CACHE_MAX_SPANS entries lines: superseded heads
+# are never read, only kept until then.
+CACHE_SLACK = 2
+CACHE_MAX_SPANS = 64
+# The end of the file read first to find the last head, grown while no head line fits in it.
+CACHE_TAIL = 1 << 20
 # Read for their text by every command that scans: never taken from the cache.
 _UNCACHED = (f"{VAULT_DIR}/{INDEX_FILE}", f"{VAULT_DIR}/{PROTOCOL_FILE}")
 _MARKER_KINDS = ("<", "=", ">", "|")
@@ -2100,7 +2111,11 @@ class FileCache:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self._entries: Dict[str, Any] = {}
-        self._raw: Optional[memoryview] = None  # the entries' JSON, until a walk needs them
+        # The entries lines (items of one JSON object), until a walk needs them decoded.
+        self._raw: Optional[List[bytes]] = None
+        # Where this cache's segments end, for an append: (inode, size, live entries lines as
+        # [offset, length], their length, their CRC-32); None unless the last head ends the file.
+        self.layout: Optional[Tuple[int, int, List[List[int]], int, int]] = None
         self.decoded = False  # whether the entries' JSON was decoded
         self.matched_folders = 0  # folders matched whole by their signature
         # The last folder `match_folder` stat'ed without a match, with what each of its files
@@ -2153,8 +2168,8 @@ class FileCache:
         """The entries, decoded from the cache's second line when first asked for."""
         if self._raw is not None:
             raw, self._raw, self.decoded = self._raw, None, True
-            try:
-                value = json.loads(bytes(raw).decode("utf-8"))
+            try:  # later items of a path replace earlier ones, as `json.loads` keeps the last
+                value = json.loads(b"".join([b"{", b",".join([c for c in raw if c]), b"}"]))
             except (UnicodeDecodeError, ValueError, RecursionError):
                 value = None
             if type(value) is dict:
@@ -2196,14 +2211,14 @@ class FileCache:
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
         tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
-        problem, value, rest = _read_cache(path, info.st_size)
+        problem, value, rest, layout = _read_cache(path, info.st_size)
         tracked = cache_tracking_problem(workspace, tracking)
         if tracked is not None:
             return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
         if problem is not None:
             return self.ignore(problem)
-        self._raw, self.stamp, self.state = rest, value["stamp"], "valid"
+        self._raw, self.layout, self.stamp, self.state = rest, layout, value["stamp"], "valid"
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
         return self
@@ -2458,7 +2473,7 @@ class FileCache:
         for relative, line in lines:
             self._line(relative, line)
         rendered = prospect.render()
-        summary.update(pages=len(prospect.names), index=text_digest(rendered),
+        summary.update(pages=len(prospect.names), index=prospect.digest(),
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
@@ -2502,8 +2517,8 @@ class FileCache:
             if written:
                 stamp, summary = self._record_writes(self.table, written)
                 if summary is not None and self._raw is not None and self.stale <= max(
-                        CACHE_MIN_CHANGES, self.total // CACHE_CHANGE_SHARE):
-                    self._append(stamp, summary, self._raw)
+                        CACHE_MIN_CHANGES, self.total // CACHE_CHANGE_SHARE) \
+                        and self._append(stamp, summary):
                     return
                 # The whole cache again: every entry, and those of the files written when the
                 # summary follows them.
@@ -2547,18 +2562,20 @@ class FileCache:
         return folders
 
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
-              folders: Dict[str, Optional[str]], files: int, check: int) -> bytes:
+              folders: Dict[str, Optional[str]], spans: List[List[int]], files: int,
+              check: int) -> bytes:
         return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
                            "stamp": stamp, "summary": summary, "entries": self.total,
-                           "stale": self.stale, "filesBytes": files, "filesCrc32": check,
-                           "dirs": folders},
+                           "stale": self.stale, "spans": spans, "filesBytes": files,
+                           "filesCrc32": check, "dirs": folders},
                           separators=(",", ":")).encode("ascii") + b"\n"
 
-    def _append(self, stamp: int, summary: Dict[str, Any], raw: memoryview) -> None:
-        """Write the cache of a writer that took the summary: the second line as it was read
-        (entries of the walk's files, none decoded), then the entries of the files written,
-        which replace any earlier entry of the same path when it is decoded."""
+    def _append(self, stamp: int, summary: Dict[str, Any]) -> bool:
+        """Append to the cache of a writer that took the summary a segment: the entries of the
+        files written (which replace any earlier entry of the same path when the entries are
+        decoded) and the head that counts them in. False: the file is not as it was read, or
+        would grow too large; the caller writes every entry again."""
         assert self.fresh is not None
         folders = dict(self.dirs)
         for folder in {relative.rpartition("/")[0] for relative in self.appended}:
@@ -2571,13 +2588,34 @@ class FileCache:
                     if relative.rpartition("/")[0] == folder) else _folder_signature(sorted(lines))
             else:
                 folders[folder] = _folder_signature(lines)
-        added = json.dumps(self.appended, separators=(",", ":")).encode("ascii")
-        files = [raw[:-1], b"," if len(raw) > 2 else b"", added[1:]]
-        check = 0
-        for part in files:
-            check = binascii.crc32(part, check)
-        self._publish(b"".join([self._head(stamp, summary, folders, sum(map(len, files)),
-                                           check), *files]))
+        if self.layout is None:
+            return False
+        inode, size, spans, files, check = self.layout
+        added = json.dumps(self.appended, separators=(",", ":"))[1:-1].encode("ascii")
+        spans, files = [*spans, [size, len(added)]], files + len(added)
+        head = self._head(stamp, summary, folders, spans, files, binascii.crc32(added, check))
+        segment = b"".join([added, b"\n", head])
+        if len(spans) > CACHE_MAX_SPANS or size + len(segment) > min(
+                CACHE_MAX_BYTES, CACHE_SLACK * (files + len(head)) + CACHE_TAIL):
+            return False
+        try:
+            descriptor = os.open(managed_path(self.workspace, CACHE_PATH),
+                                 os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+        except (OSError, VaultError):
+            return False
+        # No fsync: a segment lost or torn by a crash leaves the head before it the last
+        # complete one (then the next writer writes every entry again), and every entry is
+        # still validated by its file's stat.
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                info = os.fstat(descriptor)
+                if (info.st_ino, info.st_size) != (inode, size) \
+                        or not stat.S_ISREG(info.st_mode):
+                    return False  # replaced or grown since it was read (we hold the lock)
+                handle.write(segment)
+        except OSError:
+            return False
+        return True
 
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         # The walk and the old entries are no longer needed: free them before the JSON text
@@ -2588,15 +2626,16 @@ class FileCache:
         folders = self._folders()
         # The entries are encoded a slice at a time into one buffer: the whole JSON text and
         # its bytes never exist side by side.
-        data = bytearray(b"{")
+        data = bytearray()
         items = list(self.fresh.items())
         for start in range(0, len(items), CACHE_SLICE):
             data += b"," if start else b""
             data += json.dumps(dict(items[start:start + CACHE_SLICE]),
                                separators=(",", ":"))[1:-1].encode("ascii")
-        data += b"}"
-        self._publish(self._head(stamp, summary, folders, len(data), binascii.crc32(data))
-                      + data)
+        check = binascii.crc32(data)
+        data += b"\n"
+        data += self._head(stamp, summary, folders, [[0, len(data) - 1]], len(data) - 1, check)
+        self._publish(bytes(data))
 
     def _publish(self, data: bytes) -> None:
         if len(data) > CACHE_MAX_BYTES:
@@ -2621,27 +2660,77 @@ def _signature_line(name: str, info: os.stat_result) -> str:
             f"{info.st_ino}")
 
 
-def _read_cache(path: Path, size: int) -> Tuple[Optional[str], Any, memoryview]:
-    """(why the cache cannot be used or None, its head, its entries line) of CACHE_PATH."""
+def _read_cache(path: Path, size: int) -> Tuple[
+        Optional[str], Any, List[bytes], Optional[Tuple[int, int, List[List[int]], int, int]]]:
+    """(why the cache cannot be used or None, its last complete head, its live entries lines,
+    and `FileCache.layout`) of CACHE_PATH. Only the head and the lines it names are read."""
+    corrupt = "it is not JSON (truncated or corrupt)"
     if size > CACHE_MAX_BYTES:
-        return f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, memoryview(b"")
+        return (f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, [], None)
     try:
-        data = read_bytes(path, CACHE_MAX_BYTES)
-        end = data.find(b"\n")
-        # The entries' line is not copied: decoded (or written out again) from a view.
-        rest = memoryview(data)[end + 1:] if end >= 0 else memoryview(b"")
-        value = json.loads(data[:end if end >= 0 else len(data)].decode("utf-8"))
+        descriptor = os.open(path, _READ_FLAGS)
     except OSError as exc:
-        return f"it cannot be read ({exc.strerror or exc})", None, memoryview(b"")
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return "it is not JSON (truncated or corrupt)", None, memoryview(b"")
-    problem = cache_header_problem(value)
-    # The length sees a torn write; the checksum (C speed, ~4 ms for 25 MB) sees bytes changed
-    # in place, which the summary path (never decoding the line) would otherwise carry forward.
-    if problem is None and (value["filesBytes"] != len(rest)
-                            or value["filesCrc32"] != binascii.crc32(rest)):
-        problem = "it is not JSON (truncated or corrupt)"
-    return problem, value, rest
+        return f"it cannot be read ({exc.strerror or exc})", None, [], None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_MAX_BYTES:
+            return "it changed while it was read", None, [], None
+        found = _cache_head(descriptor, info.st_size)
+        if found is None:
+            return corrupt, None, [], None
+        value, start, last = found
+        problem = cache_header_problem(value)
+        if problem is not None:
+            return problem, value, [], None
+        # The spans in order, apart, and before the head; their length and checksum (C speed,
+        # ~4 ms for 25 MB) see a torn or damaged line that the summary path never decodes.
+        chunks: List[bytes] = []
+        check = end = 0
+        for offset, length in value["spans"]:
+            chunk = os.pread(descriptor, length, offset) if end <= offset <= start - length \
+                else b""
+            if len(chunk) != length:
+                return corrupt, value, [], None
+            chunks.append(chunk)
+            check, end = binascii.crc32(chunk, check), offset + length + 1
+        if value["filesBytes"] != sum(map(len, chunks)) or value["filesCrc32"] != check:
+            return corrupt, value, [], None
+        layout = (info.st_ino, info.st_size, value["spans"], value["filesBytes"], check) \
+            if last else None
+        return None, value, chunks, layout
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})", None, [], None
+    finally:
+        os.close(descriptor)
+
+
+_HEAD_START = b'\n{"format":'
+
+
+def _cache_head(descriptor: int, size: int) -> Optional[Tuple[Any, int, bool]]:
+    """(head, offset of its line, whether it ends the file) of the last complete head line of
+    the cache, or None. Only the end of the file is read, more of it while no head fits."""
+    block = min(size, CACHE_TAIL)
+    while True:
+        tail = os.pread(descriptor, block, size - block)
+        if len(tail) != block:
+            return None
+        at = len(tail)
+        for _candidate in range(4):  # a torn append leaves at most one incomplete head
+            at = tail.rfind(_HEAD_START, 0, at)
+            if at < 0:
+                break
+            stop = tail.find(b"\n", at + 1)
+            if stop > 0:
+                try:
+                    value = json.loads(tail[at + 1:stop])
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    value = None
+                if type(value) is dict:
+                    return value, size - block + at + 1, stop == len(tail) - 1
+        if block == size or at > 0:
+            return None
+        block = min(size, block * 4)
 
 
 def _written_markdown(changes: Optional[ChangeSet]) -> List[Tuple[str, str]]:
@@ -2732,8 +2821,12 @@ def cache_header_problem(value: object) -> Optional[str]:
     if engine_digest() is None or value.get("engineSha256") != engine_digest():
         return "another build of this engine version wrote it"
     folders = value.get("dirs")
+    spans = value.get("spans")
     if not (all(_is_int(value.get(key))
                 for key in ("stamp", "entries", "stale", "filesBytes", "filesCrc32"))
+            and type(spans) is list and all(
+                type(span) is list and len(span) == 2 and all(
+                    _is_int(number) and number >= 0 for number in span) for span in spans)
             and type(folders) is dict
             and all(signature is None or type(signature) is str
                     for signature in folders.values())):
@@ -2804,7 +2897,9 @@ def page_table(scan: Scan, summary: Dict[str, Any], pages: int,
     rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
     if len(rows) != len(names):  # a row over several lines: no row per name
         return None
-    return PageTable(names, rows, summary["deprecated"], documents)
+    table = PageTable(names, rows, summary["deprecated"], documents)
+    table.source = (scan.index_text, rendered)
+    return table
 
 
 _Item = TypeVar("_Item")
@@ -2842,6 +2937,9 @@ class PageTable(_IndexRows[Document]):
                  documents: Callable[[], List[Document]]) -> None:
         super().__init__(names, rows, deprecated, documents)
         self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
+        # The index these rows were split from and its digest (the summary's: it is a render
+        # of these rows), which a prospect without a page written renders again.
+        self.source: Optional[Tuple[str, str]] = None
 
     def colliding(self, filename: str) -> Optional[str]:
         return _colliding(self.names, filename)
@@ -2867,8 +2965,10 @@ class PageTable(_IndexRows[Document]):
                 rows.insert(at, index_row(name, meta))
             if meta.deprecated:
                 deprecated = sorted([*deprecated, stem])
-        return IndexTable(names, rows, deprecated,
-                          lambda: _entries(list(self), overrides))
+        table = IndexTable(names, rows, deprecated, lambda: _entries(list(self), overrides))
+        if not overrides and self.source is not None:
+            table._text, table._digest = self.source
+        return table
 
 
 def _position(names: Sequence[str], filename: str) -> int:
@@ -2899,11 +2999,24 @@ def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
 class IndexTable(_IndexRows[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
     """`prospective_pages` of a `PageTable`: names and index rows in index order and the
     deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
-    else gets the entries a full computation makes."""
+    else gets the entries a full computation makes. Its rows are never changed."""
+
+    _text: Optional[str] = None
+    _digest: Optional[str] = None
 
     def render(self) -> str:
-        """The index `build_index` renders for these pages."""
-        return INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows else INDEX_HEADER
+        """The index `build_index` renders for these pages (once: the writer plans it, and
+        its cache's summary records its digest)."""
+        if self._text is None:
+            self._text = INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows \
+                else INDEX_HEADER
+        return self._text
+
+    def digest(self) -> str:
+        """`sha256_text` of `render`, once."""
+        if self._digest is None:
+            self._digest = text_digest(self.render())
+        return self._digest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -5366,7 +5479,8 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[s
     changes.pages = len(entries)
     rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
-            "sha256": sha256_text(rendered)}, rendered
+            "sha256": entries.digest() if isinstance(entries, IndexTable)
+            else sha256_text(rendered)}, rendered
 
 
 def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,

@@ -23,20 +23,28 @@ VOLATILE = ("dailyLog", "lastStart", "lastSave")
 Outcome = Tuple[int, Any]
 
 
+def cache_layout(repo: Path) -> Tuple[Dict[str, Any], int, bytes]:
+    """(the cache's last head, the offset of its line, its live entries lines joined by `,`)."""
+    data = (repo / CACHE).read_bytes()
+    at = data.rindex(b'\n{"format":', 0, len(data) - 1) + 1
+    head: Dict[str, Any] = json.loads(data[at:])
+    return head, at, b",".join(data[start:start + size] for start, size in head["spans"] if size)
+
+
 def cache_record(repo: Path) -> Dict[str, Any]:
-    """The cache's head with its entries under "files" (the second line, decoded)."""
-    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
-    value: Dict[str, Any] = json.loads(head)
-    value["files"] = json.loads(files)
-    return value
+    """The cache's last head with its entries under "files" (every entries line, decoded)."""
+    head, _at, files = cache_layout(repo)
+    head["files"] = json.loads(b"{" + files + b"}")
+    return head
 
 
 def write_cache_record(repo: Path, record: Dict[str, Any]) -> None:
-    """Write a `cache_record` back as the engine lays it out (head line, entries line)."""
+    """Write a `cache_record` back as the engine lays it out (one entries line, one head)."""
     head = dict(record)
-    files = json.dumps(head.pop("files")).encode("utf-8")
+    files = json.dumps(head.pop("files"))[1:-1].encode("utf-8")
+    head["spans"] = [[0, len(files)]]
     head["filesBytes"], head["filesCrc32"] = len(files), binascii.crc32(files)
-    (repo / CACHE).write_bytes(json.dumps(head).encode("utf-8") + b"\n" + files)
+    (repo / CACHE).write_bytes(files + b"\n" + json.dumps(head).encode("utf-8") + b"\n")
 
 
 def _scrub(value: Any, repo: Path) -> Any:

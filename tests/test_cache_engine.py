@@ -4,6 +4,7 @@ writes, and gates that never read it."""
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import time
@@ -14,6 +15,7 @@ import pytest
 from conftest import git, run_cli
 from helpers_cache import (
     CACHE,
+    cache_layout,
     cache_record,
     command,
     read_only_agree,
@@ -168,13 +170,37 @@ def _not_an_entry(repo: Path) -> None:
 
 def _entries_cut(repo: Path) -> None:
     """The head intact, the entries line shorter than the head says (a torn write)."""
+    data = (repo / CACHE).read_bytes()
+    end = data.index(b"\n")
+    (repo / CACHE).write_bytes(data[:end - 1] + data[end:])
+
+
+def _head_cut(repo: Path) -> None:
+    """The last byte of the head, its newline, missing: no head line is complete."""
     (repo / CACHE).write_bytes((repo / CACHE).read_bytes()[:-1])
+
+
+def _span_past_head(repo: Path) -> None:
+    """The head says the entries line runs into the head (longer than it is)."""
+    head, _at, files = cache_layout(repo)
+    head["spans"][0][1] += 1
+    (repo / CACHE).write_bytes(files + b"\n" + json.dumps(head).encode("utf-8") + b"\n")
+
+
+def _spans_overlap(repo: Path) -> None:
+    """The same entries line named twice (overlapping spans), with a checksum that fits."""
+    head, _at, files = cache_layout(repo)
+    head["spans"] = [head["spans"][0], head["spans"][0]]
+    head["filesBytes"] = 2 * len(files)
+    head["filesCrc32"] = binascii.crc32(files, binascii.crc32(files))
+    (repo / CACHE).write_bytes(files + b"\n" + json.dumps(head).encode("utf-8") + b"\n")
 
 
 def _entries_garbage(repo: Path) -> None:
     """The entries line as long as the head says, but not JSON: its checksum sees it."""
-    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
-    (repo / CACHE).write_bytes(head + b"\n" + b"\xff" * len(files))
+    data = (repo / CACHE).read_bytes()
+    end = data.index(b"\n")
+    (repo / CACHE).write_bytes(b"\xff" * end + data[end:])
 
 
 def _folder_not_text(repo: Path) -> None:
@@ -223,6 +249,9 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "nested too deeply": (_deep, "not JSON", True),
     "entries line cut": (_entries_cut, "not JSON", True),
     "entries line not JSON": (_entries_garbage, "not JSON", True),
+    "head line cut": (_head_cut, "not JSON", True),
+    "entries line shorter than its span": (_span_past_head, "not JSON", True),
+    "entries lines overlapping": (_spans_overlap, "not JSON", True),
     "folder signature not text": (_folder_not_text, "not those of a cache", True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),

@@ -16,6 +16,7 @@ import pytest
 from conftest import git
 from helpers_cache import (
     CACHE,
+    cache_layout,
     cache_record,
     command,
     read_only_agree,
@@ -215,7 +216,7 @@ def test_writers_keep_the_summary_for_the_next_command(repo: Path, tmp_path: Pat
 
 
 def _entries_line(repo: Path) -> bytes:
-    return (repo / CACHE).read_bytes().partition(b"\n")[2]
+    return cache_layout(repo)[2]
 
 
 def test_a_writer_adds_its_entries_to_the_line_it_read_and_the_last_one_counts(
@@ -302,9 +303,8 @@ def test_entries_damaged_in_place_are_seen_without_decoding_them(repo: Path) -> 
     """Bytes of the entries line changed in place (same length, as a bad sector would) are seen
     by the head's checksum, although the summary path never decodes that line: the cache is
     reported ignored, and a writer replaces it instead of carrying the damage forward."""
-    head, _newline, files = (repo / CACHE).read_bytes().partition(b"\n")
-    damaged = b"\xff" * 8 + files[8:]
-    (repo / CACHE).write_bytes(head + b"\n" + damaged)
+    data = (repo / CACHE).read_bytes()
+    (repo / CACHE).write_bytes(b"\xff" * 8 + data[8:])
     report = read_only_agree(repo, card=True)
     assert report["state"] == "ignored" and "corrupt" in report["reason"], report
     ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "delta.md",
@@ -337,3 +337,37 @@ def test_a_folder_that_misses_its_signature_is_not_stat_again(
 def without_cache_inspection(repo: Path) -> Dict[str, Any]:
     (repo / CACHE).unlink()
     return engine.cached_inspection(repo)[0]
+
+
+def test_a_writer_that_took_the_summary_appends_to_the_file_it_read(repo: Path) -> None:
+    """The entries of the files a writer wrote go to the end of the cache with a new head: the
+    file it read stays as it was (same inode, same bytes before the new segment), and the next
+    command takes the summary from the new head without decoding any entries line."""
+    before, inode = (repo / CACHE).read_bytes(), os.lstat(repo / CACHE).st_ino
+    ok(runtime(repo, "upsert", "--payload", "-",
+               payload=upsert_payload(repo, "delta.md", "Delta.")))
+    after = (repo / CACHE).read_bytes()
+    assert after.startswith(before) and len(after) > len(before)
+    assert os.lstat(repo / CACHE).st_ino == inode
+    head = cache_record(repo)
+    assert len(head["spans"]) == 2 and "EchoesVault/pages/delta.md" in head["files"]
+    report = read_only_agree(repo, card=True)
+    assert report["summaryUsed"] and not report["entriesDecoded"], report
+
+
+@pytest.mark.parametrize("torn", [b'"EchoesVault/pages/x.md":[1,2', b'"a":1\n{"format":"echo'])
+def test_an_append_torn_by_a_crash_leaves_the_head_before_it(repo: Path, torn: bytes) -> None:
+    """A segment cut short (its entries line, or its head) is never taken: readers take the
+    last complete head, which describes the file as it was, and the next writer writes every
+    entry once again instead of appending after the torn bytes."""
+    ok(runtime(repo, "upsert", "--payload", "-",
+               payload=upsert_payload(repo, "delta.md", "Delta.")))
+    with open(repo / CACHE, "ab") as handle:
+        handle.write(torn)
+    report = read_only_agree(repo, card=True)
+    assert report["state"] == "valid" and report["summaryUsed"], report
+    ok(runtime(repo, "upsert", "--payload", "-",
+               payload=upsert_payload(repo, "epsilon.md", "Epsilon.")))
+    data = (repo / CACHE).read_bytes()
+    assert torn not in data and len(cache_record(repo)["spans"]) == 1
+    assert read_only_agree(repo)["summaryUsed"]
