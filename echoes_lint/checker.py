@@ -186,29 +186,34 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     git = in_git and bool(enabled & GIT_CODES)
 
     only: Optional[list[str]] = None  # repository-relative files and folders to report on
-    if staged:
-        if not in_git:
-            raise ConfigError("--staged needs a Git repository")
-        context = _staged_context(root, prefix)
-    elif paths is None:
-        if git and enabled & mergedriver.CODES:
-            mergedriver.prefetch(repo_root)  # git answers while the vault is read
-        context = _whole_context(root, prefix, git)
-    else:
-        files, folders, whole = _resolve_paths(workspace, root, paths)
-        if whole or folders or not in_git:
+    try:
+        if staged:
+            if not in_git:
+                raise ConfigError("--staged needs a Git repository")
+            context = _staged_context(root, prefix)
+        elif paths is None:
+            if git and enabled & mergedriver.CODES:
+                mergedriver.prefetch(repo_root)  # git answers while the vault is read
             context = _whole_context(root, prefix, git)
-            only = None if whole else [prefix + path for path in (*files, *folders)]
         else:
-            # Without a full scan, link targets come from the Git index.
-            index = git or "EV050" in enabled
-            context = _files_context(root, prefix, files, index, "EV022" in enabled)
+            files, folders, whole = _resolve_paths(workspace, root, paths)
+            if whole or folders or not in_git:
+                context = _whole_context(root, prefix, git)
+                only = None if whole else [prefix + path for path in (*files, *folders)]
+            else:
+                # Without a full scan, link targets come from the Git index.
+                index = git or "EV050" in enabled
+                context = _files_context(root, prefix, files, index, "EV022" in enabled)
 
-    findings: list[Finding] = []
-    with engine._PausedGC():  # as the engine's own scan: the rules allocate, the vault is large
-        for codes, check in FAMILIES:
-            if codes & enabled:
-                findings.extend(finding for finding in check(context) if finding.code in enabled)
+        findings: list[Finding] = []
+        # As the engine's own scan: the rules allocate, the vault is large.
+        with engine._PausedGC():
+            for codes, check in FAMILIES:
+                if codes & enabled:
+                    findings.extend(finding for finding in check(context)
+                                    if finding.code in enabled)
+    finally:  # what the rule did not take, also when the check failed before it ran
+        mergedriver.discard()
     findings = _apply_suppressions(findings, context, config, enabled, protected)
     if excludes:
         findings = [finding for finding in findings if finding.code in protected

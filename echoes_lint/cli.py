@@ -142,10 +142,12 @@ def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
 
 
 def _discard_toplevel() -> None:
-    """Collect a started git that no check took (a usage error stopped it first)."""
+    """End and collect a started git that no check took (a usage error stopped it first):
+    its answer is not needed, and a git stuck on a hostile `.git` must not hold the exit."""
     while _toplevels:
         process = _toplevels.popitem()[1]
         with process:
+            process.kill()
             process.communicate()
 
 

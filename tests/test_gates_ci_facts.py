@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
@@ -204,3 +207,28 @@ def test_a_vault_below_the_root_shows_the_source_lines_of_its_findings(
 def test_link_stems_taken_at_once_are_the_stems_name_by_name(names: frozenset[str]) -> None:
     assert links.PageLinks(names).stems == frozenset(name[:-3] for name in names
                                                     if name.endswith(".md"))
+
+
+def test_a_check_that_fails_collects_the_git_it_started_for_the_merge_driver_rule(
+        tmp_path: Path) -> None:
+    """A check that fails after the early git commands started (here: Git cannot read its
+    index) leaves none of them running or unclaimed."""
+    repo = vault_repo(tmp_path / "repo")
+    (repo / ".git" / "index").write_bytes(b"DIRC garbage" * 10)
+    with pytest.raises(checker.GitUnavailable):
+        run_checks(repo)
+    assert mergedriver._prefetched == {}
+
+
+@pytest.mark.parametrize("command", [["check", "--bogus"], ["ci", "--bogus"], ["check", "--help"]])
+def test_a_usage_error_does_not_wait_for_the_early_git(tmp_path: Path,
+                                                       command: list[str]) -> None:
+    """The early `rev-parse` that no check takes is ended, not waited for: a `.git` whose file
+    blocks git (a FIFO) must not hold a usage error's exit."""
+    repo = init_repo(tmp_path / "repo")
+    os.mkfifo(repo / ".git" / "commondir")
+    done = subprocess.run([sys.executable, "-m", "echoes_lint", *command], cwd=repo,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == (0 if "--help" in command else 2)
+    assert ("usage:" in done.stdout) if "--help" in command else (
+        "unrecognized arguments: --bogus" in done.stderr)
