@@ -2824,7 +2824,8 @@ def cache_header_problem(value: object) -> Optional[str]:
     spans = value.get("spans")
     if not (all(_is_int(value.get(key))
                 for key in ("stamp", "entries", "stale", "filesBytes", "filesCrc32"))
-            and type(spans) is list and all(
+            # No writer leaves more than CACHE_MAX_SPANS: a head naming millions is not read.
+            and type(spans) is list and len(spans) <= CACHE_MAX_SPANS and all(
                 type(span) is list and len(span) == 2 and all(
                     _is_int(number) and number >= 0 for number in span) for span in spans)
             and type(folders) is dict

@@ -196,6 +196,16 @@ def _spans_overlap(repo: Path) -> None:
     (repo / CACHE).write_bytes(files + b"\n" + json.dumps(head).encode("utf-8") + b"\n")
 
 
+def _spans_too_many(repo: Path) -> None:
+    """More entries lines than a writer ever leaves (empty ones, in order, each before the head,
+    with a checksum that fits): the head is refused before any line is read."""
+    head, _at, files = cache_layout(repo)
+    extra = engine.CACHE_MAX_SPANS
+    head["spans"] = [*head["spans"], *([len(files) + 1 + at, 0] for at in range(extra))]
+    (repo / CACHE).write_bytes(files + b"\n" * (extra + 1) + json.dumps(head).encode("utf-8")
+                               + b"\n")
+
+
 def _entries_garbage(repo: Path) -> None:
     """The entries line as long as the head says, but not JSON: its checksum sees it."""
     data = (repo / CACHE).read_bytes()
@@ -252,6 +262,7 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "head line cut": (_head_cut, "not JSON", True),
     "entries line shorter than its span": (_span_past_head, "not JSON", True),
     "entries lines overlapping": (_spans_overlap, "not JSON", True),
+    "more entries lines than a writer leaves": (_spans_too_many, "not those of a cache", True),
     "folder signature not text": (_folder_not_text, "not those of a cache", True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),
