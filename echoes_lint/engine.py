@@ -24,6 +24,7 @@ import errno
 import functools
 import gc
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -1047,15 +1048,25 @@ def index_summary(summary: str, deprecated: bool) -> str:
 
 def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
     """The exact index bytes (as text) for valid pages given as (filename, meta) pairs."""
-    rows = []
+    # Names and rows side by side, and sort keys only when the pages are not in index order
+    # already (a scan's are): at 100,000 pages the keys cost as much memory as the rows.
+    names: List[str] = []
+    rows = [INDEX_HEADER]
+    ordered, previous = True, ("", "")
     for filename, meta in pages:
         if meta.summary is None:
             raise VaultError(f"Cannot render the index: {filename} has invalid frontmatter.")
-        rows.append((page_sort_key(filename), index_row(filename, meta)))
-    rows.sort(key=lambda row: row[0])
-    if not rows:
+        key = page_sort_key(filename)
+        ordered, previous = ordered and previous <= key, key
+        names.append(filename)
+        rows.append(index_row(filename, meta))
+    if not names:
         return INDEX_HEADER
-    return INDEX_HEADER + "\n" + "\n".join(row for _key, row in rows) + "\n"
+    if not ordered:  # a stable sort, as of (key, row) pairs by key
+        order = sorted(range(len(names)), key=lambda at: page_sort_key(names[at]))
+        rows[1:] = [rows[at + 1] for at in order]
+    rows.append("")  # the final newline; one join: the text is never copied again
+    return "\n".join(rows)
 
 
 def index_row(filename: str, meta: PageMeta) -> str:
@@ -1077,11 +1088,14 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
     """Render the index all-or-nothing: any invalid page or name collision raises VaultError
     naming the page, and no index is produced (spec section 8)."""
     errors = []
-    stems: Dict[str, List[str]] = {}
-    for name, _meta, _problems in pages:
-        stems.setdefault(stem_identity(name), []).append(name)
-    for group in sorted(sorted(group) for group in stems.values() if len(group) > 1):
-        errors.append("page names collide after case folding: " + ", ".join(group))
+    # Names grouped by identity only when two share one: at 100,000 pages a group each costs
+    # more memory than the index itself.
+    if len({stem_identity(name) for name, _meta, _problems in pages}) != len(pages):
+        stems: Dict[str, List[str]] = {}
+        for name, _meta, _problems in pages:
+            stems.setdefault(stem_identity(name), []).append(name)
+        for group in sorted(sorted(group) for group in stems.values() if len(group) > 1):
+            errors.append("page names collide after case folding: " + ", ".join(group))
     for name, meta, problems in pages:
         if problems or meta is None:
             errors.append(f"{name}: {describe_problems(problems) or 'unreadable page'}")
@@ -2056,6 +2070,26 @@ _PAGE_PROBLEMS = cast("functools.cached_property[List[Problem]]", Document.__dic
 _ENTRY_HEADINGS = cast("functools.cached_property[int]", Document.__dict__["entry_headings"])
 
 
+def _let_go(document: Document) -> None:
+    """Drop what only the linter reads of a document read by a protocol command: its text (at
+    100,000 pages most of the memory), a page's frontmatter fields and notes (the next most),
+    and empty lists in favour of shared ones (one each of 120,000 documents). The document then
+    holds what one made from its cache entry holds."""
+    document.text = None
+    if not document.markers:
+        document.markers = _NO_MARKERS
+    if document.meta is not None:
+        document.meta.fields, document.meta.notes = _NO_FIELDS, ()
+    if not document.__dict__.get("page_problems", True):
+        document.__dict__["page_problems"] = _NO_PROBLEMS
+
+
+# Shared by the documents `_let_go` slims, never changed (as the linter's own `_NO_FIELDS`).
+_NO_MARKERS: List[Tuple[int, str]] = []
+_NO_FIELDS: Dict[str, Field] = {}
+_NO_PROBLEMS: List[Problem] = []
+
+
 def _settle(document: Document, kind: str) -> None:
     """Compute the cached properties a command will ask for, without their lock (Python
     before 3.12 takes one per first access), and before the text is dropped."""
@@ -2238,8 +2272,8 @@ class FileCache:
         keep = relative in _UNCACHED or (self.keep_migratable and kind == "page"
                                          and only_summary_missing(document.page_problems))
         _settle(document, kind)
-        if not keep:  # no page text is held: at 100,000 pages that is most of the memory
-            document.text = None
+        if not keep:
+            _let_go(document)
         return document, info
 
     def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page",
@@ -2561,16 +2595,17 @@ class FileCache:
         # The entries are encoded a slice at a time into one buffer: the whole JSON text and
         # its bytes never exist side by side.
         data = bytearray(b"{")
-        items = list(self.fresh.items())
-        for start in range(0, len(items), CACHE_SLICE):
+        items = iter(self.fresh.items())
+        for start in range(0, len(self.fresh), CACHE_SLICE):
             data += b"," if start else b""
-            data += json.dumps(dict(items[start:start + CACHE_SLICE]),
+            data += json.dumps(dict(itertools.islice(items, CACHE_SLICE)),
                                separators=(",", ":"))[1:-1].encode("ascii")
         data += b"}"
-        self._publish(self._head(stamp, summary, folders, len(data), binascii.crc32(data))
-                      + data)
+        # The head goes in front of the entries in place: no second copy of them.
+        data[:0] = self._head(stamp, summary, folders, len(data), binascii.crc32(data))
+        self._publish(data)
 
-    def _publish(self, data: bytes) -> None:
+    def _publish(self, data: bytes | bytearray) -> None:
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
@@ -3022,20 +3057,26 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
         "conflicts": [vault_relative(d.path) for d in scan.documents()
                       if d.path not in _UNCACHED and has_protocol_conflict(d.markers)],
         "days": days,
-        "rows": (index_row_facts(rendered, [d.name for d in scan.pages])
+        "rows": (rendered_row_facts([d.name for d in scan.pages], rendered)
                  if rows and rendered is not None else None),
     }
 
 
 def table_row_facts(table: IndexTable, rendered: str) -> Dict[str, Any]:
-    """`index_row_facts` of an index `table` rendered, for `table.names`. Every row holds a
-    valid page's stem (distinct: no two names collide) and a summary that is never blank;
-    unless a stem holds `]` (no other character's NFC holds one), each row parses back to
-    them: one topic per page, nothing duplicated, empty, orphaned or missing."""
-    if "]" in "".join(table.names):
-        return index_row_facts(rendered, table.names)
-    return {"topics": len(table.names), "duplicates": [], "empty": [], "orphans": [],
-            "missing": []}
+    """`rendered_row_facts` of an index `table` rendered."""
+    return rendered_row_facts(table.names, rendered)
+
+
+def rendered_row_facts(names: Sequence[str], rendered: str) -> Dict[str, Any]:
+    """`index_row_facts` of the index `rendered` for the pages `names`, without parsing it back
+    (at 100,000 pages a tuple and two strings a row). Every row holds a valid page's stem
+    (distinct: no two names collide) and a summary that is never blank; unless a stem holds
+    `]` (no other character's NFC holds one) or a line break, each row parses back to them:
+    one topic per page, nothing duplicated, empty, orphaned or missing."""
+    joined = "".join(names)
+    if "]" in joined or "\n" in joined:
+        return index_row_facts(rendered, names)
+    return {"topics": len(names), "duplicates": [], "empty": [], "orphans": [], "missing": []}
 
 
 def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dict[str, Any]:
@@ -4197,7 +4238,8 @@ def make_directories(workspace: Path, relative: str) -> List[Path]:
     return created
 
 
-def stage_file(workspace: Path, relative: str, data: bytes, step: str) -> Tuple[Path, Path]:
+def stage_file(workspace: Path, relative: str, data: bytes | bytearray, step: str,
+               ) -> Tuple[Path, Path]:
     """Write `data` to a new temporary file beside the managed file `relative`, flushed and
     fsynced, with the mode of the file it will replace; returns (temporary, target). Nothing
     visible changes until `publish_file`."""
