@@ -2120,6 +2120,10 @@ class FileCache:
         self.reason: Optional[str] = None
         self.writable = True  # False: never replaced (tracked, a link, a folder, ...)
         self.trusted = True  # False (`rebuild`): entries are only compared with, never used
+        # A rebuild's comparison, made as its walk goes (`_keep`): old entries compared and
+        # freed, and how many of them were equal to the fresh ones.
+        self.compared = 0
+        self.same = 0
         self.reused = 0
         self.read = 0
         # A writer's entries to write back, the stamp they get, and whether the text of pages
@@ -2160,7 +2164,12 @@ class FileCache:
         if self._raw is not None:
             raw, self._raw, self.decoded = self._raw, None, True
             try:
-                value = json.loads(bytes(raw).decode("utf-8"))
+                # Decoded from the view, whose bytes are then freed: the file's bytes, a copy
+                # and the text never exist side by side with the entries (~100 MB at 100,000).
+                text = str(raw, "utf-8")
+                del raw
+                value = json.loads(text)
+                del text
             except (UnicodeDecodeError, ValueError, RecursionError):
                 value = None
             if type(value) is dict:
@@ -2212,6 +2221,8 @@ class FileCache:
         self._raw, self.stamp, self.state = rest, value["stamp"], "valid"
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
+        if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
+            self.entries = self.entries
         return self
 
     def report(self) -> Dict[str, Any]:
@@ -2311,6 +2322,13 @@ class FileCache:
         if self.fresh is not None:
             self.fresh[relative] = record
             self.lines[relative] = _signature_line(relative.rpartition("/")[2], info)
+            if not self.trusted and self.state == "valid":
+                # A rebuild's old entry is compared here and freed: at 100,000 pages the old
+                # entries and the walk's would otherwise all be held when `save` compares.
+                old = self.entries.pop(relative, None)
+                if old is not None:
+                    self.compared += 1
+                    self.same += old == record
 
     def folder_entries(self, relative_dir: str) -> Optional[Dict[str, Any]]:
         """The entries, for a walk of a folder that holds some (None: it holds none)."""
@@ -2518,10 +2536,10 @@ class FileCache:
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
-        old = self.entries
-        same = sum(1 for path, record in self.fresh.items()
-                   if old.get(path) is record or old.get(path) == record)
-        changed = len(self.fresh) - same + len(old) - same
+        old = self.entries  # less those a rebuild compared already (`_keep`)
+        same = self.same + sum(1 for path, record in self.fresh.items()
+                               if old.get(path) is record or old.get(path) == record)
+        changed = len(self.fresh) - same + len(old) + self.compared - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
         # Every document of the walk has an entry: a summary of them can stand for them all.
         complete = len(self.fresh) == sum(1 for document in scan.documents()
@@ -5449,6 +5467,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         pages = writer_pages(ctx)
         index_text = managed_text(workspace, _INDEX_PATH, index_size_limit(len(pages)))
         migrated, failures = plan_summary_migrations(pages, index_text)
+        del index_text  # the legacy rows are read: at 100,000 pages the text is 8-15 MB
         for name, text in migrated.items():
             changes.put(f"{VAULT_DIR}/pages/{name}", text)
         # Pages that cannot be migrated are reported once, together with any other invalid page.
