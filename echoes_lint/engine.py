@@ -2809,6 +2809,12 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
     _walk_vault(scan, ctx.vault, cache)
     note_walk(ctx, scan)
+    # The index on disk was read for `page_table` only (a writer renders its own): at 100,000
+    # pages its text is 8-15 MB that the cache's save would otherwise hold at its peak.
+    scan.index_text = None
+    for document in scan.other_markdown:
+        if document.path == _INDEX_PATH:
+            document.text = None
     if f"{VAULT_DIR}/pages" in scan.unreadable:
         return read_pages(ctx.workspace)  # for its error
     return cache.table if cache.table is not None else scan.pages
