@@ -141,3 +141,22 @@ def test_a_rebuild_leaves_an_unchanged_cache_and_rewrites_a_changed_one(repo: Pa
     files = cache_record(repo)["files"]
     assert "EchoesVault/pages/page-04.md" not in files and len(files) == 20
     read_only_agree(repo)
+
+
+def test_resolve_s_scan_keeps_only_the_texts_it_may_report(repo: Path) -> None:
+    """`resolve` scans with a lean reader: the texts of files with markers, invalid pages and
+    unmerged paths stay (it reports them), the others go, and the health report is the same."""
+    from echoes_lint.merge import resolve
+
+    (repo / PAGES / "page-01.md").write_text(
+        page("Conflicted.") + "<<<<<<< ours\nA\n=======\nB\n>>>>>>> theirs\n", encoding="utf-8")
+    (repo / PAGES / "broken.md").write_text("---\ntype: note\n---\n", encoding="utf-8")
+    unmerged = "EchoesVault/pages/page-02.md"
+    lean = engine.scan_workspace(repo, cache=resolve._LeanReader(repo, frozenset([unmerged])))
+    kept = sorted(document.path for document in lean.pages if document.text is not None)
+    assert kept == ["EchoesVault/pages/broken.md", "EchoesVault/pages/page-01.md", unmerged]
+    assert lean.index_text is not None
+    full = engine.scan_workspace(repo)
+    assert engine.inspect_report(lean) == engine.inspect_report(full)
+    assert [(report.path, report.clean) for report in resolve.collect(repo, lean)] == [
+        (report.path, report.clean) for report in resolve.collect(repo, full)]
