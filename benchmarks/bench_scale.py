@@ -14,7 +14,10 @@ write, and times every command as a fresh subprocess, interleaved round by round
 noise hits all alike: the I/O floor (one Python process reading every vault file), `status`,
 `inspect`, `search` (a word on every page, and one on none), `check`, `ci`, the one-file
 pre-commit hook (its console script, as pre-commit runs it), then the writers `start`,
-`upsert` (one new page), `append` and `end` (one new page). It prints the median wall time
+`upsert` (one new page), `append` and `end` (one new page), then the cold paths, which read
+every file whatever the cache holds: `rebuild-index` (with nothing changed: it leaves the vault
+and the cache as they were) and `status` with the cache moved aside for the run (a fresh
+clone's), timed with the read-only commands and printed last. It prints the median wall time
 and the peak resident memory of each command (the child's own `ru_maxrss`, from wait4), then
 the issue's ratios measured in this run.
 """
@@ -22,6 +25,7 @@ the issue's ratios measured in this run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,13 +35,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from bench_status import FLOOR  # one I/O floor for every benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "echoes_lint" / "engine.py"
 RUNTIME = ".echoes-vault/echoes_vault.py"
+CACHE = ".echoes-vault/cache.json"
 # Bump when the generated vault changes, so that a cached repository of another shape is rebuilt.
 LAYOUT = 1
 GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
@@ -128,8 +133,10 @@ def run(command: Sequence[str], cwd: Path, env: Dict[str, str],
     return elapsed, usage.ru_maxrss // (1024 if sys.platform == "darwin" else 1), process.returncode
 
 
-def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
-    """(read-only commands, writers) by name; writers get a fresh payload file each run."""
+def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str, List[str]],
+                                                Dict[str, List[str]]]:
+    """(read-only commands, writers, cold paths) by name; writers get a fresh payload file each
+    run."""
     runtime = [sys.executable, "-I", RUNTIME, "--workspace", "."]
     lint = [sys.executable, "-m", "echoes_lint"]
     read_only = {
@@ -149,7 +156,27 @@ def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str,
         "end": [*runtime, "end", "--confirm-explicit-user-end", "--payload",
                 str(scratch / "end.json")],
     }
-    return read_only, writers
+    cold = {
+        "rebuild-index": [*runtime, "rebuild-index"],
+        "status (no cache)": [*runtime, "status"],
+    }
+    return read_only, writers, cold
+
+
+@contextlib.contextmanager
+def cache_aside(repo: Path, aside: bool) -> Iterator[None]:
+    """With `aside`, the runtime's cache moved away for the run (as a fresh clone has none) and
+    put back after it, untimed: the rows after it meet the cache as it was."""
+    if not aside:
+        yield
+        return
+    cache = repo / CACHE
+    moved = cache.with_name(cache.name + ".bench-aside")
+    os.replace(cache, moved)
+    try:
+        yield
+    finally:
+        os.replace(moved, cache)
 
 
 def payloads(scratch: Path, run_number: int) -> None:
@@ -166,21 +193,28 @@ def measure(repo: Path, repeat: int, env: Dict[str, str]) -> Dict[str, Tuple[flo
     """Median seconds and peak KiB of every command, interleaved over `repeat` rounds after one
     warm-up round."""
     samples: Dict[str, List[Tuple[float, int]]] = {}
+    cold_samples: Dict[str, List[Tuple[float, int]]] = {}  # printed after the writers
     with tempfile.TemporaryDirectory(prefix="echoes-bench-payload-") as temporary:
         scratch = Path(temporary)
-        read_only, writers = commands(repo, scratch)
+        read_only, writers, cold = commands(repo, scratch)
         run([sys.executable, "-I", RUNTIME, "--workspace", ".", "rebuild-index"], repo, env)
         for round_number in range(repeat + 1):
             for name, command in read_only.items():
                 seconds, peak, _status = run(command, repo, env)
                 if round_number:
                     samples.setdefault(name, []).append((seconds, peak))
+            for name, command in cold.items():
+                with cache_aside(repo, name == "status (no cache)"):
+                    seconds, peak, _status = run(command, repo, env)
+                if round_number:
+                    cold_samples.setdefault(name, []).append((seconds, peak))
         for round_number in range(repeat + 1):
             payloads(scratch, round_number)
             for name, command in writers.items():
                 seconds, peak, _status = run(command, repo, env)
                 if round_number:
                     samples.setdefault(name, []).append((seconds, peak))
+    samples.update(cold_samples)
     return {name: (statistics.median(s for s, _p in values), max(p for _s, p in values))
             for name, values in samples.items()}
 
@@ -213,11 +247,11 @@ def report(results: Dict[int, Dict[str, Tuple[float, int]]], repeat: int) -> Non
     names = list(results[sizes[0]])
     print(f"\nPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {repeat} runs; "
           "ms / peak MB\n")
-    print(f"{'command':<16}" + "".join(f"{f'{size:,} pages':>22}" for size in sizes))
+    print(f"{'command':<18}" + "".join(f"{f'{size:,} pages':>22}" for size in sizes))
     for name in names:
         cells = "".join(f"{results[size][name][0] * 1000:>12.0f} ms {results[size][name][1] / 1024:>4.0f} MB"
                         for size in sizes)
-        print(f"{name:<16}{cells}")
+        print(f"{name:<18}{cells}")
     print("\nRatios (issue 13 targets in brackets)")
     for size in sizes:
         floor = results[size]["floor"][0]
@@ -231,8 +265,14 @@ def report(results: Dict[int, Dict[str, Tuple[float, int]]], repeat: int) -> Non
                              ("hook (1 file)", "1.5x")):
             ratio = results[large][name][0] / results[small][name][0]
             print(f"  {name} at {large:,} / at {small:,}: {ratio:.2f}x  [<= {target}]")
+    for size in sizes:
+        floor = results[size]["floor"][0]
+        print(f"  {size:>7,} pages, cold paths: " + ", ".join(
+            f"{name}/floor {results[size][name][0] / floor:.2f}x"
+            for name in ("rebuild-index", "status (no cache)")))
     peak = max(peak for size in sizes for _s, peak in results[size].values())
-    print(f"  peak memory of any command: {peak / 1024:.0f} MB  [< 300 MB at 100k]")
+    print(f"  peak memory of any command (cold paths included): {peak / 1024:.0f} MB  "
+          "[< 300 MB at 100k]")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import errno
 import functools
 import gc
 import hashlib
+import itertools
 import json
 import operator
 import os
@@ -2095,6 +2096,26 @@ _PAGE_PROBLEMS = cast("functools.cached_property[List[Problem]]", Document.__dic
 _ENTRY_HEADINGS = cast("functools.cached_property[int]", Document.__dict__["entry_headings"])
 
 
+def _let_go(document: Document) -> None:
+    """Drop what only the linter reads of a document read by a protocol command: its text (at
+    100,000 pages most of the memory), a page's frontmatter fields and notes (the next most),
+    and empty lists in favour of shared ones (one each of 120,000 documents). The document then
+    holds what one made from its cache entry holds."""
+    document.text = None
+    if not document.markers:
+        document.markers = _NO_MARKERS
+    if document.meta is not None:
+        document.meta.fields, document.meta.notes = _NO_FIELDS, ()
+    if not document.__dict__.get("page_problems", True):
+        document.__dict__["page_problems"] = _NO_PROBLEMS
+
+
+# Shared by the documents `_let_go` slims (and the gates' lean documents), never changed.
+_NO_MARKERS: List[Tuple[int, str]] = []
+_NO_FIELDS: Dict[str, Field] = {}
+_NO_PROBLEMS: List[Problem] = []
+
+
 def _settle(document: Document, kind: str) -> None:
     """Compute the cached properties a command will ask for, without their lock (Python
     before 3.12 takes one per first access), and before the text is dropped."""
@@ -2129,6 +2150,10 @@ class FileCache:
         self.reason: Optional[str] = None
         self.writable = True  # False: never replaced (tracked, a link, a folder, ...)
         self.trusted = True  # False (`rebuild`): entries are only compared with, never used
+        # A rebuild's comparison, made as its walk goes (`_keep`): old entries compared and
+        # freed, and how many of them were equal to the fresh ones.
+        self.compared = 0
+        self.same = 0
         self.reused = 0
         self.read = 0
         # A writer's entries to write back, the stamp they get, and whether the text of pages
@@ -2169,7 +2194,20 @@ class FileCache:
         if self._raw is not None:
             raw, self._raw, self.decoded = self._raw, None, True
             try:  # later items of a path replace earlier ones, as `json.loads` keeps the last
-                value = json.loads(b"".join([b"{", b",".join([c for c in raw if c]), b"}"]))
+                # The lines joined into one buffer, then freed, and the buffer freed once
+                # decoded: the file's bytes, a copy and the text never exist side by side
+                # with the entries (~100 MB at 100,000 pages).
+                joined = bytearray(b"{")
+                for chunk in raw:
+                    if chunk:
+                        joined += b"," if len(joined) > 1 else b""
+                        joined += chunk
+                joined += b"}"
+                del raw
+                text = joined.decode("utf-8")
+                del joined
+                value = json.loads(text)
+                del text
             except (UnicodeDecodeError, ValueError, RecursionError):
                 value = None
             if type(value) is dict:
@@ -2221,6 +2259,8 @@ class FileCache:
         self._raw, self.layout, self.stamp, self.state = rest, layout, value["stamp"], "valid"
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
+        if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
+            self.entries = self.entries
         return self
 
     def report(self) -> Dict[str, Any]:
@@ -2281,8 +2321,8 @@ class FileCache:
         keep = relative in _UNCACHED or (self.keep_migratable and kind == "page"
                                          and only_summary_missing(document.page_problems))
         _settle(document, kind)
-        if not keep:  # no page text is held: at 100,000 pages that is most of the memory
-            document.text = None
+        if not keep:
+            _let_go(document)
         return document, info
 
     def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page",
@@ -2320,6 +2360,13 @@ class FileCache:
         if self.fresh is not None:
             self.fresh[relative] = record
             self.lines[relative] = _signature_line(relative.rpartition("/")[2], info)
+            if not self.trusted and self.state == "valid":
+                # A rebuild's old entry is compared here and freed: at 100,000 pages the old
+                # entries and the walk's would otherwise all be held when `save` compares.
+                old = self.entries.pop(relative, None)
+                if old is not None:
+                    self.compared += 1
+                    self.same += old == record
 
     def folder_entries(self, relative_dir: str) -> Optional[Dict[str, Any]]:
         """The entries, for a walk of a folder that holds some (None: it holds none)."""
@@ -2527,10 +2574,10 @@ class FileCache:
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
-        old = self.entries
-        same = sum(1 for path, record in self.fresh.items()
-                   if old.get(path) is record or old.get(path) == record)
-        changed = len(self.fresh) - same + len(old) - same
+        old = self.entries  # less those a rebuild compared already (`_keep`)
+        same = self.same + sum(1 for path, record in self.fresh.items()
+                               if old.get(path) is record or old.get(path) == record)
+        changed = len(self.fresh) - same + len(old) + self.compared - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
         # Every document of the walk has an entry: a summary of them can stand for them all.
         complete = len(self.fresh) == sum(1 for document in scan.documents()
@@ -2627,17 +2674,18 @@ class FileCache:
         # The entries are encoded a slice at a time into one buffer: the whole JSON text and
         # its bytes never exist side by side.
         data = bytearray()
-        items = list(self.fresh.items())
-        for start in range(0, len(items), CACHE_SLICE):
+        items = iter(self.fresh.items())
+        for start in range(0, len(self.fresh), CACHE_SLICE):
             data += b"," if start else b""
-            data += json.dumps(dict(items[start:start + CACHE_SLICE]),
+            data += json.dumps(dict(itertools.islice(items, CACHE_SLICE)),
                                separators=(",", ":"))[1:-1].encode("ascii")
         check = binascii.crc32(data)
         data += b"\n"
+        # The head goes after the entries in place: no second copy of them.
         data += self._head(stamp, summary, folders, [[0, len(data) - 1]], len(data) - 1, check)
-        self._publish(bytes(data))
+        self._publish(data)
 
-    def _publish(self, data: bytes) -> None:
+    def _publish(self, data: bytes | bytearray) -> None:
         if len(data) > CACHE_MAX_BYTES:
             return
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
@@ -2878,6 +2926,12 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
     _walk_vault(scan, ctx.vault, cache)
     note_walk(ctx, scan)
+    # The index on disk was read for `page_table` only (a writer renders its own): at 100,000
+    # pages its text is 8-15 MB that the cache's save would otherwise hold at its peak.
+    scan.index_text = None
+    for document in scan.other_markdown:
+        if document.path == _INDEX_PATH:
+            document.text = None
     if f"{VAULT_DIR}/pages" in scan.unreadable:
         return read_pages(ctx.workspace)  # for its error
     return cache.table if cache.table is not None else scan.pages
@@ -3166,20 +3220,26 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
                       if d.markers and d.path not in _UNCACHED
                       and has_protocol_conflict(d.markers)],
         "days": days,
-        "rows": (index_row_facts(rendered, [d.name for d in scan.pages])
+        "rows": (rendered_row_facts([d.name for d in scan.pages], rendered)
                  if rows and rendered is not None else None),
     }
 
 
 def table_row_facts(table: IndexTable, rendered: str) -> Dict[str, Any]:
-    """`index_row_facts` of an index `table` rendered, for `table.names`. Every row holds a
-    valid page's stem (distinct: no two names collide) and a summary that is never blank;
-    unless a stem holds `]` (no other character's NFC holds one), each row parses back to
-    them: one topic per page, nothing duplicated, empty, orphaned or missing."""
-    if "]" in "".join(table.names):
-        return index_row_facts(rendered, table.names)
-    return {"topics": len(table.names), "duplicates": [], "empty": [], "orphans": [],
-            "missing": []}
+    """`rendered_row_facts` of an index `table` rendered."""
+    return rendered_row_facts(table.names, rendered)
+
+
+def rendered_row_facts(names: Sequence[str], rendered: str) -> Dict[str, Any]:
+    """`index_row_facts` of the index `rendered` for the pages `names`, without parsing it back
+    (at 100,000 pages a tuple and two strings a row). Every row holds a valid page's stem
+    (distinct: no two names collide) and a summary that is never blank; unless a stem holds
+    `]` (no other character's NFC holds one) or a line break, each row parses back to them:
+    one topic per page, nothing duplicated, empty, orphaned or missing."""
+    joined = "".join(names)
+    if "]" in joined or "\n" in joined:
+        return index_row_facts(rendered, names)
+    return {"topics": len(names), "duplicates": [], "empty": [], "orphans": [], "missing": []}
 
 
 def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dict[str, Any]:
@@ -4348,7 +4408,8 @@ def make_directories(workspace: Path, relative: str) -> List[Path]:
     return created
 
 
-def stage_file(workspace: Path, relative: str, data: bytes, step: str) -> Tuple[Path, Path]:
+def stage_file(workspace: Path, relative: str, data: bytes | bytearray, step: str,
+               ) -> Tuple[Path, Path]:
     """Write `data` to a new temporary file beside the managed file `relative`, flushed and
     fsynced, with the mode of the file it will replace; returns (temporary, target). Nothing
     visible changes until `publish_file`."""
@@ -5559,6 +5620,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
         pages = writer_pages(ctx)
         index_text = managed_text(workspace, _INDEX_PATH, index_size_limit(len(pages)))
         migrated, failures = plan_summary_migrations(pages, index_text)
+        del index_text  # the legacy rows are read: at 100,000 pages the text is 8-15 MB
         for name, text in migrated.items():
             changes.put(f"{VAULT_DIR}/pages/{name}", text)
         # Pages that cannot be migrated are reported once, together with any other invalid page.

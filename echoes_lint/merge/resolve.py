@@ -609,9 +609,31 @@ def _find_dropped(top: Path, report: FileReport, blobs: Dict[int, str],
     report.dropped += dropped_lines(top, blobs, texts, document.text, skip)
 
 
-def collect(top: Path, scan: engine.Scan,
-            accepted: FrozenSet[str] = frozenset()) -> List[FileReport]:
-    unmerged, gitlinks = unmerged_entries(top)
+class _LeanReader(engine.FileCache):
+    """The whole-vault scan of `resolve`: every file read from the disk (the local cache is
+    never opened: a gate treats the repository as hostile), keeping the text and frontmatter
+    fields of a file only when `collect` may report it (markers, an invalid page, unmerged)
+    or the health report reads it. At 100,000 pages the texts were 150 MB."""
+
+    def __init__(self, workspace: Path, unmerged: FrozenSet[str]) -> None:
+        super().__init__(workspace)
+        self.opened = True  # nothing to read: the scan must not open it
+        self.unmerged = unmerged
+
+    def load(self, entry: os.DirEntry[str], relative: str, kind: str,
+             limit: int = engine.MAX_TEXT_BYTES) -> Tuple[engine.Document, Optional[os.stat_result]]:
+        document, info = engine._load_document(entry.path, relative, kind == "page", limit)
+        if not (document.text is None or document.markers or relative in self.unmerged
+                or relative in engine._UNCACHED
+                or (document.meta is not None and document.page_problems)):
+            engine._let_go(document)
+        return document, info
+
+
+def collect(top: Path, scan: engine.Scan, accepted: FrozenSet[str] = frozenset(),
+            unmerged_found: Optional[Tuple[Dict[str, Dict[int, str]], Set[str]]] = None,
+            ) -> List[FileReport]:
+    unmerged, gitlinks = unmerged_found or unmerged_entries(top)
     documents = {document.path: document for document in scan.documents()}
     reports: Dict[str, FileReport] = {}
     for path, document in documents.items():
@@ -771,8 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(top: Path, check: bool, output_format: str, accepted: Sequence[str] = ()) -> int:
     operation = operation_in_progress(top)
-    scan = engine.scan_workspace(top)
-    reports = collect(top, scan, frozenset(_relative(top, path) for path in accepted))
+    unmerged = unmerged_entries(top)
+    scan = engine.scan_workspace(top, cache=_LeanReader(top, frozenset(unmerged[0])))
+    reports = collect(top, scan, frozenset(_relative(top, path) for path in accepted), unmerged)
     clean = all(report.clean for report in reports)
     card = note = integrity = None
     hydrate_state: Optional[Dict[str, Any]] = None
@@ -781,6 +804,8 @@ def run(top: Path, check: bool, output_format: str, accepted: Sequence[str] = ()
         status = 1
     elif check:
         initialised = scan.marker_valid and scan.runtime_source is not None
+        if initialised:  # let go before hydrate walks the vault itself; scanned again after
+            del scan
         ran, error, skipped = hydrate(top) if initialised else (False, None, None)
         hydrate_state = {"ran": ran, "error": error}
         if skipped:
@@ -791,7 +816,9 @@ def run(top: Path, check: bool, output_format: str, accepted: Sequence[str] = ()
             note = "Not an initialised vault: hydrate skipped."
         else:
             note = skipped
-        report = engine.inspect_report(engine.scan_workspace(top) if ran else scan)
+        if initialised:  # the vault as hydrate left it
+            scan = engine.scan_workspace(top, cache=_LeanReader(top, frozenset()))
+        report = engine.inspect_report(scan)
         card, integrity = engine.status_card(report, PROG), report["health"]["integrity"]
     then = next_step(operation, reports, other_conflicts(top)) if operation else None
     if output_format == "json":
