@@ -1,0 +1,87 @@
+"""What a gate run loads before it looks at the vault: only what its command needs.
+
+- A report loads the reporter of its format and no other; an unknown format is refused with the
+  same message; every registered format still renders its golden (tests/test_report.py).
+- The option parser checks each option's metavar as argparse does, without importing `shutil`
+  or asking the terminal's size; help is still wrapped to the terminal's width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers_check import vault_repo
+from test_report import make_input
+
+from echoes_lint.check import Parser, build_parser
+from echoes_lint.report import FORMATS, render
+
+# Runs a command of the CLI in-process and prints, at exit, the reporters and stdlib modules
+# it loaded (the subprocess starts from a fresh interpreter).
+_PROBE = """\
+import atexit, sys
+def loaded():
+    names = sorted(name for name in sys.modules
+                   if name.startswith("echoes_lint.report.") or name == "shutil")
+    sys.stderr.write("LOADED " + " ".join(names) + "\\n")
+atexit.register(loaded)
+from echoes_lint.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+_MODULES = {"concise": "concise", "full": "full", "json": "json_report", "github": "github",
+            "sarif": "sarif"}
+
+
+def _loaded(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    completed = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=repo,
+                               capture_output=True, text=True, timeout=120, check=False)
+    line = next(line for line in completed.stderr.splitlines() if line.startswith("LOADED"))
+    return completed, line.split()[1:]
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_check_loads_only_the_reporter_of_its_format(tmp_path: Path, fmt: str) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    completed, loaded = _loaded(repo, "check", "--exit-zero", "--output-format", fmt)
+    assert completed.returncode == 0, completed.stderr
+    assert loaded == ["echoes_lint.report._common", f"echoes_lint.report.{_MODULES[fmt]}"]
+
+
+def test_ci_loads_the_full_reporter_and_no_shutil(tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    completed, loaded = _loaded(repo, "ci", "--summary", "false", "--fail-on", "never")
+    assert completed.returncode == 0, completed.stderr
+    assert loaded == ["echoes_lint.report._common", "echoes_lint.report.full"]
+
+
+def test_every_format_is_registered_and_an_unknown_one_is_refused() -> None:
+    assert dict(FORMATS) == _MODULES
+    for fmt in FORMATS:
+        assert render(fmt, make_input())  # each reporter is found and renders
+    with pytest.raises(ValueError) as refused:
+        render("xml", make_input())
+    assert str(refused.value) == ("unknown output format 'xml'; expected one of: concise, full, "
+                                  "json, github, sarif")
+
+
+def test_the_parser_still_checks_metavars_as_argparse_does() -> None:
+    with pytest.raises(ValueError, match="length of metavar tuple does not match nargs"):
+        Parser(prog="p").add_argument("--pair", nargs=2, metavar=("A", "B", "C"))
+    with pytest.raises(ValueError, match="length of metavar tuple does not match nargs"):
+        argparse.ArgumentParser(prog="p").add_argument("--pair", nargs=2,
+                                                       metavar=("A", "B", "C"))
+
+
+def test_help_is_wrapped_to_the_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = {}
+    for columns in (40, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        parser = build_parser()
+        texts[columns] = parser.format_help()
+        assert parser._get_formatter()._width == columns - 2  # argparse's own choice
+    assert len(texts[40].splitlines()) > len(texts[200].splitlines())
