@@ -4,6 +4,9 @@
   same message; every registered format still renders its golden (tests/test_report.py).
 - The option parser checks each option's metavar as argparse does, without importing `shutil`
   or asking the terminal's size; help is still wrapped to the terminal's width.
+- `git check-ignore` starts beside the walk and answers for the durable files the walk found,
+  as a fresh one does; it is collected on every path (nothing to ask, no repository), and one
+  that cannot start stops the gate.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers_check import vault_repo
+from conftest import init_repo
+from helpers_check import PAGES, commit, page, vault_repo, write
 from test_report import make_input
 
+from echoes_lint import checker, engine
 from echoes_lint.check import Parser, build_parser
 from echoes_lint.report import FORMATS, render
 
@@ -85,3 +91,59 @@ def test_help_is_wrapped_to_the_terminal_width(monkeypatch: pytest.MonkeyPatch) 
         texts[columns] = parser.format_help()
         assert parser._get_formatter()._width == columns - 2  # argparse's own choice
     assert len(texts[40].splitlines()) > len(texts[200].splitlines())
+
+
+class _Starts:
+    """Every `git check-ignore` the engine starts, to see that each one is collected."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.processes: list[subprocess.Popen[bytes]] = []
+        start = engine.start_git_ignored
+
+        def starting(workspace: Path) -> Any:
+            started = start(workspace)
+            assert started[0] is not None
+            self.processes.append(started[0])
+            return started
+
+        monkeypatch.setattr(engine, "start_git_ignored", starting)
+
+
+def test_check_ignore_starts_beside_the_walk_and_answers_as_asked_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/kept.md", page())
+    commit(repo, "kept")
+    write(repo, ".gitignore", "kept.md\nloose.md\n")  # one tracked and one untracked page
+    write(repo, f"{PAGES}/loose.md", page())
+    starts = _Starts(monkeypatch)
+    scan = engine.scan_workspace(repo)
+    assert len(starts.processes) == 1 and starts.processes[0].returncode is not None
+    asked = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-z"], cwd=repo,
+                           input="\0".join(scan.durable).encode() + b"\0", capture_output=True,
+                           check=False).stdout.decode().split("\0")
+    assert scan.git.ignored == (f"{PAGES}/kept.md", f"{PAGES}/loose.md")
+    assert set(scan.git.ignored) == {path for path in asked if path}
+    assert scan.git.error is None
+
+
+def test_a_started_check_ignore_is_collected_when_nothing_is_asked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = init_repo(tmp_path / "repo")  # a repository without a vault: no durable file
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    starts = _Starts(monkeypatch)
+    assert engine.scan_workspace(repo).durable == ()
+    assert len(starts.processes) == 1 and starts.processes[0].returncode is not None
+    assert not engine.scan_workspace(outside).git.available
+    assert len(starts.processes) == 1  # no repository: no check-ignore
+
+
+def test_a_check_ignore_that_cannot_start_stops_the_gate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    monkeypatch.setattr(engine, "start_git_ignored",
+                        lambda workspace: (None, "cannot run git check-ignore: refused"))
+    assert engine.scan_workspace(repo).git.error == "cannot run git check-ignore: refused"
+    with pytest.raises(checker.GitUnavailable, match="cannot run git check-ignore: refused"):
+        checker.run_checks(repo)
