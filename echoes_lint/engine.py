@@ -1410,15 +1410,17 @@ def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE
     """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
     local-only files, where a gate needs every tracked path)."""
     scope = ["--", *_GIT_SCOPE]
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", *tracked_scope])
+    calls = (["ls-files", "-z", "--cached", "--", *tracked_scope],
+             ["ls-files", "-z", "--others", "--exclude-standard", *scope],
+             ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *scope])
+    # The three run at once: each is mostly Git's start and its own look at the tree.
+    started = [git_start(workspace, args) for args in calls]
+    (tracked, error), (untracked, untracked_error), (ignored, ignored_error) = (
+        git_finish(process, args) for process, args in zip(started, calls))
     if tracked is None:
         return GitFacts(error=error)
-    untracked, error = git_output(workspace, ["ls-files", "-z", "--others", "--exclude-standard",
-                                              *scope])
-    ignored, ignored_error = git_output(workspace, ["ls-files", "-z", "--others", "--ignored",
-                                                    "--exclude-standard", *scope])
     return GitFacts(True, tuple(split_nul(tracked)), tuple(split_nul(untracked)),
-                    tuple(split_nul(ignored)), error or ignored_error)
+                    tuple(split_nul(ignored)), untracked_error or ignored_error)
 
 
 _CHECK_IGNORE = ("git", "check-ignore", "--no-index", "--stdin", "-z")

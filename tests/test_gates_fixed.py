@@ -147,3 +147,29 @@ def test_a_check_ignore_that_cannot_start_stops_the_gate(
     assert engine.scan_workspace(repo).git.error == "cannot run git check-ignore: refused"
     with pytest.raises(checker.GitUnavailable, match="cannot run git check-ignore: refused"):
         checker.run_checks(repo)
+
+
+@pytest.mark.parametrize("repository", [True, False])
+def test_git_lists_start_together_and_each_is_collected(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repository: bool) -> None:
+    folder = vault_repo(tmp_path / "repo") if repository else tmp_path
+    events: list[tuple[str, Any]] = []
+    start, finish = engine.git_start, engine.git_finish
+
+    def starting(workspace: Path, args: Any, stdin: bool = False) -> Any:
+        started = start(workspace, args, stdin)
+        events.append(("start", started[0]))
+        return started
+
+    def finishing(started: Any, args: Any, stdin: Any = None) -> Any:
+        events.append(("finish", started[0]))
+        return finish(started, args, stdin)
+
+    monkeypatch.setattr(engine, "git_start", starting)
+    monkeypatch.setattr(engine, "git_finish", finishing)
+    facts = engine.collect_git_facts(folder)
+    assert [kind for kind, _ in events] == ["start"] * 3 + ["finish"] * 3
+    assert all(process is not None and process.returncode is not None for _, process in events)
+    assert facts.available is repository and (facts.error is None) is repository
+    if repository:
+        assert f"{PAGES}/home.md" in facts.tracked
