@@ -33,6 +33,23 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
+    _adding = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._adding = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._adding = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # `add_argument` asks a formatter only to check the metavar; argparse's own would
+        # import shutil and ask the terminal's size for each option of every gate run. Help
+        # and usage are formatted for the terminal as before.
+        if self._adding:
+            return argparse.HelpFormatter(self.prog, width=80)
+        return super()._get_formatter()
+
 
 def add_scope_options(parser: argparse.ArgumentParser, workspace_default: Optional[str]) -> None:
     """What to check and with which rules: the options `check` and `ci` share."""

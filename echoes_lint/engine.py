@@ -1411,34 +1411,55 @@ def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE
     """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
     local-only files, where a gate needs every tracked path)."""
     scope = ["--", *_GIT_SCOPE]
-    tracked, error = git_output(workspace, ["ls-files", "-z", "--cached", "--", *tracked_scope])
+    calls = (["ls-files", "-z", "--cached", "--", *tracked_scope],
+             ["ls-files", "-z", "--others", "--exclude-standard", *scope],
+             ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *scope])
+    # The three run at once: each is mostly Git's start and its own look at the tree.
+    started = [git_start(workspace, args) for args in calls]
+    (tracked, error), (untracked, untracked_error), (ignored, ignored_error) = (
+        git_finish(process, args) for process, args in zip(started, calls))
     if tracked is None:
         return GitFacts(error=error)
-    untracked, error = git_output(workspace, ["ls-files", "-z", "--others", "--exclude-standard",
-                                              *scope])
-    ignored, ignored_error = git_output(workspace, ["ls-files", "-z", "--others", "--ignored",
-                                                    "--exclude-standard", *scope])
     return GitFacts(True, tuple(split_nul(tracked)), tuple(split_nul(untracked)),
-                    tuple(split_nul(ignored)), error or ignored_error)
+                    tuple(split_nul(ignored)), untracked_error or ignored_error)
 
 
-def git_ignored(workspace: Path, paths: Sequence[str]) -> Tuple[List[str], Optional[str]]:
-    """(which of `paths` an ignore rule matches, tracked or not, None) or ([], why git failed).
+_CHECK_IGNORE = ("git", "check-ignore", "--no-index", "--stdin", "-z")
+
+
+def start_git_ignored(workspace: Path,
+                      ) -> Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]:
+    """(`git check-ignore` waiting for `git_ignored`'s paths on its input, None), so that Git
+    starts while the caller walks the files it will ask about, or (None, why it cannot run)."""
+    try:
+        return subprocess.Popen(_CHECK_IGNORE, cwd=str(workspace), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE), None
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"cannot run git check-ignore: {exc}"
+
+
+def git_ignored(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
+                paths: Sequence[str]) -> Tuple[List[str], Optional[str]]:
+    """(which of `paths` an ignore rule matches, tracked or not, None) or ([], why git failed),
+    asked of the `start_git_ignored` `started`, which this collects in any case.
     `check-ignore --no-index` sees rules over committed files too: such a file drops out of the
     next clone's fresh `git add`."""
-    try:
-        completed = subprocess.run(
-            ["git", "check-ignore", "--no-index", "--stdin", "-z"], cwd=str(workspace),
+    process, cause = started
+    if process is None:
+        return [], cause
+    with process:
+        try:
             # One encoding of the whole list (as many calls would cost at 100,000 paths).
-            input=os.fsencode("\0".join(paths) + "\0") if paths else b"", capture_output=True,
-            timeout=60, check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return [], f"cannot run git check-ignore: {exc}"
-    if completed.returncode in (0, 1):  # 1: nothing is ignored
-        return split_nul(completed.stdout), None
-    message = completed.stderr.decode("utf-8", "backslashreplace").strip()
-    return [], message[:2000] or f"git check-ignore exited {completed.returncode}"
+            stdout, stderr = process.communicate(
+                os.fsencode("\0".join(paths) + "\0") if paths else b"", timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            process.kill()
+            process.wait()
+            return [], f"cannot run git check-ignore: {exc}"
+    if process.returncode in (0, 1):  # 1: nothing is ignored
+        return split_nul(stdout), None
+    message = stderr.decode("utf-8", "backslashreplace").strip()
+    return [], message[:2000] or f"git check-ignore exited {process.returncode}"
 
 
 def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> Dict[str, Any]:
@@ -1713,8 +1734,17 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     git_facts: List[GitFacts] = []
     # Health needs only the tracked local-only files (`git_readiness`).
     tracked_scope = LOCAL_ONLY_PATHS if health else _GIT_SCOPE
-    worker = threading.Thread(
-        target=lambda: git_facts.append(collect_git_facts(workspace, tracked_scope)))
+    # In a repository, `check-ignore` starts beside the walk too; it reads the durable files
+    # the walk found once the walk is done.
+    ignoring: List[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = []
+
+    def ask_git() -> None:
+        facts = collect_git_facts(workspace, tracked_scope)
+        if facts.available:
+            ignoring.append(start_git_ignored(workspace))
+        git_facts.append(facts)
+
+    worker = threading.Thread(target=ask_git)
     if git:
         worker.start()
     if cache is not None and not cache.opened:
@@ -1755,9 +1785,10 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     if git:
         worker.join()
         scan.git = git_facts[0]
-        if scan.git.available and scan.durable:
+        if scan.git.available:  # the started check-ignore is collected in any case
             # Git's lists name untracked ignored files only; a tracked file can be ignored too.
-            matched, error = git_ignored(workspace, scan.durable)
+            matched, error = git_ignored(ignoring[0], scan.durable)
+        if scan.git.available and scan.durable:
             # A failed check-ignore leaves the gates unable to look: they stop on `error`.
             scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
                                                                           *matched})),

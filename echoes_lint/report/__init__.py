@@ -6,28 +6,35 @@ same findings give the same bytes on every supported Python.
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
 
-from echoes_lint.report import concise, full, github, json_report, sarif
 from echoes_lint.report._common import ReportInput, summary_line
 
-FORMATS: dict[str, Callable[[ReportInput], str]] = {
-    "concise": concise.render,
-    "full": full.render,
-    "json": json_report.render,
-    "github": github.render,
-    "sarif": sarif.render,
+TYPE_CHECKING = False  # not `typing`'s: this module is on every gate's path
+if TYPE_CHECKING:
+    from typing import Callable
+
+# format -> the module (of this package) whose `render` writes it, imported only when a report
+# in that format is written: a run loads one or two reporters, never all five.
+FORMATS: dict[str, str] = {
+    "concise": "concise",
+    "full": "full",
+    "json": "json_report",
+    "github": "github",
+    "sarif": "sarif",
 }
 
 
 def render(fmt: str, report_input: ReportInput) -> str:
     """Render findings in the named format; raise ValueError for an unknown name."""
     try:
-        reporter = FORMATS[fmt]
+        module = FORMATS[fmt]
     except KeyError:
         raise ValueError(
             f"unknown output format {fmt!r}; expected one of: {', '.join(FORMATS)}"
         ) from None
+    reporter: Callable[[ReportInput], str] = importlib.import_module(
+        f"{__name__}.{module}").render
     return reporter(report_input)
 
 
