@@ -8,10 +8,11 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
-from helpers_writer import page, runtime
+from helpers_writer import init_vault, page, runtime
 
 from echoes_lint import engine
 
@@ -136,3 +137,17 @@ def upsert_payload(repo: Path, name: str, summary: str, status: str = "active") 
         if hashed.returncode == 0:
             payload["expectedSha256"] = json.loads(hashed.stdout)["sha256"]
     return payload
+
+
+def init_cached_vault(repo: Path, pages: Dict[str, str]) -> None:
+    """`pages` (name: text) and a daily entry written, then `init`, which caches them all."""
+    folder = repo / "EchoesVault" / "pages"
+    folder.mkdir(parents=True)
+    for name, text in pages.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    daily = repo / "EchoesVault/daily/2026-01-01"
+    daily.mkdir(parents=True)
+    (daily / "20260101T000000000000Z-session-a-0000000a.md").write_text(
+        "### Session — then\n\nDone.\n", encoding="utf-8")
+    time.sleep(0.05)  # the files are older than the lock `init` takes
+    init_vault(repo)

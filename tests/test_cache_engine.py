@@ -18,12 +18,13 @@ from helpers_cache import (
     cache_layout,
     cache_record,
     command,
+    init_cached_vault,
     read_only_agree,
     upsert_payload,
     without_cache,
     write_cache_record,
 )
-from helpers_writer import INDEX, cli, init_vault, ok, page, runtime, snapshot
+from helpers_writer import INDEX, cli, ok, page, runtime, snapshot
 
 from echoes_lint import engine
 
@@ -34,16 +35,9 @@ PAGES = Path("EchoesVault/pages")
 def repo(git_repo: Path) -> Path:
     """An initialised, committed vault of three pages (one deprecated, one invalid) and a daily
     entry, whose cache `init` wrote."""
+    init_cached_vault(git_repo, {"alpha.md": page("Alpha."),
+                                 "beta.md": page("Beta.", "deprecated")})
     pages = git_repo / PAGES
-    pages.mkdir(parents=True)
-    (pages / "alpha.md").write_text(page("Alpha."), encoding="utf-8")
-    (pages / "beta.md").write_text(page("Beta.", "deprecated"), encoding="utf-8")
-    daily = git_repo / "EchoesVault/daily/2026-01-01"
-    daily.mkdir(parents=True)
-    (daily / "20260101T000000000000Z-session-a-0000000a.md").write_text(
-        "### Session — then\n\nDone.\n", encoding="utf-8")
-    time.sleep(0.05)  # the files are older than the lock `init` takes
-    init_vault(git_repo)
     # `init` refuses an invalid page: this one comes after, so the cache does not hold it.
     (pages / "broken.md").write_text("---\ntype: note\n---\n", encoding="utf-8")
     git(git_repo, "add", "-A")

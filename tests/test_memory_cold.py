@@ -13,8 +13,8 @@ from typing import List, Sequence, Tuple
 
 import pytest
 from conftest import git
-from helpers_cache import CACHE, cache_record, read_only_agree
-from helpers_writer import PAGES, init_vault, ok, page, runtime
+from helpers_cache import CACHE, cache_record, init_cached_vault, read_only_agree
+from helpers_writer import PAGES, ok, page, runtime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,18 +81,10 @@ def test_row_facts_of_a_fresh_index_are_those_of_the_index_parsed_back(stems: Li
 @pytest.fixture
 def repo(git_repo: Path) -> Path:
     """An initialised, committed vault of twenty pages and a daily entry, cached by `init`."""
-    pages = git_repo / PAGES
-    pages.mkdir(parents=True)
-    for number in range(20):
-        (pages / f"page-{number:02d}.md").write_text(
-            page(f"Page {number}.", "deprecated" if number % 7 == 0 else "active"),
-            encoding="utf-8")
-    daily = git_repo / "EchoesVault/daily/2026-01-01"
-    daily.mkdir(parents=True)
-    (daily / "20260101T000000000000Z-session-a-0000000a.md").write_text(
-        "### Session — then\n\nDone.\n", encoding="utf-8")
-    time.sleep(0.05)  # the files are older than the lock `init` takes
-    init_vault(git_repo)
+    init_cached_vault(git_repo, {
+        f"page-{number:02d}.md": page(f"Page {number}.",
+                                      "deprecated" if number % 7 == 0 else "active")
+        for number in range(20)})
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "vault")
     return git_repo
