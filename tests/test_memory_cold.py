@@ -5,6 +5,7 @@ without text or frontmatter fields, and a rebuild that compares the old cache as
 
 from __future__ import annotations
 
+import datetime
 import os
 import random
 import time
@@ -143,6 +144,11 @@ def test_resolve_s_scan_keeps_only_the_texts_it_may_report(repo: Path) -> None:
     (repo / PAGES / "page-01.md").write_text(
         page("Conflicted.") + "<<<<<<< ours\nA\n=======\nB\n>>>>>>> theirs\n", encoding="utf-8")
     (repo / PAGES / "broken.md").write_text("---\ntype: note\n---\n", encoding="utf-8")
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    (repo / "EchoesVault/daily" / today).mkdir(parents=True, exist_ok=True)
+    (repo / "EchoesVault/daily" / today / f"{today.replace('-', '')}T000000000000Z-s-0000000b.md"
+     ).write_text("### Session — now\n\nDone.\n\n### Scratchpad — later\n\nMore.\n",
+                  encoding="utf-8")  # today's entries: the health report counts them
     unmerged = "EchoesVault/pages/page-02.md"
     lean = engine.scan_workspace(repo, cache=resolve._LeanReader(repo, frozenset([unmerged])))
     kept = sorted(document.path for document in lean.pages if document.text is not None)
@@ -150,5 +156,6 @@ def test_resolve_s_scan_keeps_only_the_texts_it_may_report(repo: Path) -> None:
     assert lean.index_text is not None
     full = engine.scan_workspace(repo)
     assert engine.inspect_report(lean) == engine.inspect_report(full)
+    assert engine.inspect_report(lean)["health"]["todayEntries"] == 2
     assert [(report.path, report.clean) for report in resolve.collect(repo, lean)] == [
         (report.path, report.clean) for report in resolve.collect(repo, full)]

@@ -626,6 +626,7 @@ class _LeanReader(engine.FileCache):
         if not (document.text is None or document.markers or relative in self.unmerged
                 or relative in engine._UNCACHED
                 or (document.meta is not None and document.page_problems)):
+            engine._settle(document, kind)  # what health reads of it, while the text is here
             engine._let_go(document)
         return document, info
 
