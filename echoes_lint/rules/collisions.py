@@ -209,14 +209,18 @@ def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: st
         position = last
         if rest == rest.lower() and _listed_unchanged(entries, below):
             continue
-        count = entries.count("\0") // 2
-        if entries.isascii() and entries.count("/") == count * below.count("/"):
-            # Files alone, ASCII (folded by `lower`): a regular file's entry ends with
-            # `REGULAR`, so the parts are the paths when there are as many as entries.
+        depth = below.count("/")
+        if entries.isascii() and "/" not in rest:
+            # Files alone, ASCII (folded by `lower`)? A regular file's entry ends with `REGULAR`:
+            # as many slashes as `depth` times the parts says that each part is one path (a
+            # part of two or more holds their slashes) of a file of `below`.
             parts = entries.lower().split(gitindex.REGULAR)
-            if not parts.pop() and len(parts) == count and len(set(parts)) == count:
+            flat = not parts.pop() and entries.count("/") == len(parts) * depth
+            if flat and len(set(parts)) == len(parts):
                 continue
-        elif entries.isascii() and level + 1 < _WALKED_LEVELS:
+        if entries.isascii() and level + 1 < _WALKED_LEVELS and (
+                "/" in rest or entries.count("/") != entries.count("\0") // 2 * depth):
+            # A folder below (the first path's, or one whose path has more slashes).
             if not _listed_walk(index, text, last - len(entries), last, below, groups,
                                 level + 1):
                 return False
