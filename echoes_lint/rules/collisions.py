@@ -191,9 +191,9 @@ def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: st
                  groups: list[list[str]], level: int) -> bool:
     """Add to `groups` the collisions below `folder`, whose entries are `text[position:end]`
     (each its path and its mode, digits, each ended by NUL). A folder below whose first path
-    has no capital is skipped if folding leaves all its paths alone (`_unchanged`); a folder of
-    ASCII files alone (the date folders of daily entries: capitals in every name) if lowering
-    keeps its names apart. False when the listing is not sorted (Git sorts its index)."""
+    has no capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a
+    folder of ASCII files alone (the date folders of daily entries: capitals in every name) if
+    lowering keeps its names apart. False when the listing is not sorted (Git sorts its index)."""
     names: set[str] = set()
     while position < end:
         stop = text.index("\0", position)
