@@ -230,3 +230,43 @@ def test_a_one_file_hook_makes_no_string_per_path(tmp_path: Path,
     assert located(repo, paths=[f"{PAGES}/page-001.md"]) == [(f"{PAGES}/page-001.md", 1, 1,
                                                               "EV015")] * 3
     assert made == []
+
+
+# Daily-like trees: date folders of files named with capitals, a few deeper folders, folders
+# and files whose names differ only in case (a collision between folders, or a file and a folder).
+_DAILY_NAME = st.sampled_from(["2026-01-01", "2026-01-02", "20260101T1Z-a.md", "20260101t1z-a.md",
+                               "20260101T1Z-b.md", "x.md", "X.md", "a", "A", "b", "k", "K"])
+_DAILY_PATH = st.tuples(st.sampled_from(["daily", "Daily", "pages", "pages/Sub", "pages/sub"]),
+                        st.lists(_DAILY_NAME, min_size=1, max_size=7)).map(
+    lambda parts: "/".join((parts[0], *parts[1])))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(_DAILY_PATH, max_size=24),
+       st.lists(st.sampled_from(["100644", "100644", "100755"]), min_size=24, max_size=24),
+       st.lists(st.sampled_from([1, 1, 1, 1, 2]), min_size=24, max_size=24))
+def test_daily_like_listings_collide_as_by_folding_every_file_and_folder(
+        below: list[str], modes: list[str], repeats: list[int]) -> None:
+    """Folders of files alone decided on the listing itself by lowering (date folders), deep
+    trees walked on the listing, collisions only between folders or between a file and a
+    folder: what folding every path finds."""
+    files = frozenset(f"{VAULT}{path}" for path in below)
+    groups = rule.listed_collisions(GitIndex(listing(list(files), modes, repeats)))
+    assert groups is not None
+    assert {frozenset(group) for group in groups} == plain(files)
+    assert all(len(group) == len(set(group)) for group in groups)
+
+
+def test_date_folders_of_capital_names_are_checked_each_on_its_own() -> None:
+    """Every date folder holds capitals; one holds two names that lowering joins, another a
+    folder and a file that differ in case, and two date folders differ in case only."""
+    paths = [f"daily/2026-01-0{day}/2026010{day}T120000Z-{n}.md" for day in range(1, 4)
+             for n in range(3)]
+    paths += ["daily/2026-01-02/20260102t120000z-1.md", "daily/2026-01-03/Sub/x.md",
+              "daily/2026-01-03/sub", "daily/2026-01-0X/a.md", "daily/2026-01-0x/a.md"]
+    files = frozenset(f"{VAULT}{path}" for path in paths)
+    groups = rule.listed_collisions(GitIndex(listing(sorted(files), ["100644"] * len(files),
+                                                     [1] * len(files))))
+    assert groups is not None
+    assert {frozenset(group) for group in groups} == plain(files) != set()
+    assert len(plain(files)) == 3

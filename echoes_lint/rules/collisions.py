@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Optional
 
-from echoes_lint import engine
+from echoes_lint import engine, gitindex
 from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, GitIndex
 
@@ -157,37 +157,78 @@ def _unchanged(text: str, count: int, folder: str) -> bool:
     return capitals == count * (len(folder) - len(folder.encode().translate(None, _UPPER)))
 
 
+# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL NUL.
+_NOT_CAPITAL = bytes(code for code in range(256) if code and code not in _UPPER)
+
+
+def _listed_unchanged(entries: str, folder: str) -> bool:
+    """`_unchanged` of the listing entries `entries`, all below `folder`: each entry keeps, of
+    its capitals, only those of `folder`. One pass in C that needs no count of the entries."""
+    if not entries.isascii():
+        return False
+    kept = entries.encode("ascii").translate(None, _NOT_CAPITAL)
+    unit = folder.encode("ascii").translate(None, _NOT_CAPITAL) + b"\0\0"
+    count, extra = divmod(len(kept), len(unit))
+    return not extra and kept == unit * count
+
+
 def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
     """`collisions` of the paths of Git's common listing (`index.text`), when they are all in
-    the vault (else None): each folder of the vault folder whose paths folding leaves alone is
-    skipped in C, without a string per path; the others are split off the listing and walked as
-    `collisions` walks them."""
+    the vault (else None): each folder is decided on its slice of the listing, in C, without a
+    string per path where it can be (`_listed_walk`); the others are split off the listing and
+    walked as `collisions` walks them."""
     text = index.text
     if text is None or (text and not (text.startswith(VAULT_PREFIX)
                                       and index.at(f"{VAULT_PREFIX[:-1]}0") == len(text))):
         return None
     groups: list[list[str]] = []
+    if not _listed_walk(index, text, 0, len(text), VAULT_PREFIX, groups, 0):
+        return None
+    return groups
+
+
+def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: str,
+                 groups: list[list[str]], level: int) -> bool:
+    """Add to `groups` the collisions below `folder`, whose entries are `text[position:end]`
+    (each its path and its mode, digits, each ended by NUL). A folder below whose first path
+    has no capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a
+    folder of ASCII files alone (the date folders of daily entries: capitals in every name) if
+    lowering keeps its names apart. False when the listing is not sorted (Git sorts its index)."""
     names: set[str] = set()
-    position = 0
-    while position < len(text):
+    while position < end:
         stop = text.index("\0", position)
-        name, slash, _rest = text[position + len(VAULT_PREFIX):stop].partition("/")
+        name, slash, rest = text[position + len(folder):stop].partition("/")
         names.add(name)
         if not slash:
             position = text.index("\0", stop + 1) + 1
             continue
-        last = index.at(f"{VAULT_PREFIX}{name}0")  # "0" follows "/"
-        if last <= position:  # not sorted (Git sorts its index): never loop on it
-            return None
-        folder, entries = f"{VAULT_PREFIX}{name}/", text[position:last]
-        # Each entry is its path and its mode (digits), each ended by NUL.
-        if not _unchanged(entries, entries.count("\0") // 2, folder):
-            paths = entries.split("\0")[:-1:2]
-            _below(paths, 0, len(paths), folder, index, groups, 1)
+        last = index.at(f"{folder}{name}0")  # "0" follows "/"
+        if not position < last <= end:  # not sorted: never loop on it
+            return False
+        below, entries = f"{folder}{name}/", text[position:last]
         position = last
-    groups.extend([VAULT_PREFIX + name for name in group]
-                  for group in engine.name_collisions(names))
-    return groups
+        if rest == rest.lower() and _listed_unchanged(entries, below):
+            continue
+        depth = below.count("/")
+        if entries.isascii() and "/" not in rest:
+            # Files alone, ASCII (folded by `lower`)? A regular file's entry ends with `REGULAR`:
+            # as many slashes as `depth` times the parts says that each part is one path (a
+            # part of two or more holds their slashes) of a file of `below`.
+            parts = entries.lower().split(gitindex.REGULAR)
+            flat = not parts.pop() and entries.count("/") == len(parts) * depth
+            if flat and len(set(parts)) == len(parts):
+                continue
+        if entries.isascii() and level + 1 < _WALKED_LEVELS and (
+                "/" in rest or entries.count("/") != entries.count("\0") // 2 * depth):
+            # A folder below (the first path's, or one whose path has more slashes).
+            if not _listed_walk(index, text, last - len(entries), last, below, groups,
+                                level + 1):
+                return False
+            continue
+        paths = entries.split("\0")[:-1:2]
+        _below(paths, 0, len(paths), below, index, groups, level + 1)
+    groups.extend([folder + name for name in group] for group in engine.name_collisions(names))
+    return True
 
 
 def check(ctx: Context) -> Iterator[Finding]:
