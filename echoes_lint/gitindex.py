@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from typing import IO, Optional, Union
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
-# listing starts before the engine loads.
+# listing starts before the engine loads. No entry starts with a digit, so neither does any path
+# listed: `GitIndex.at` tells a path from a mode by its first character.
 SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/lock",
          ".echoes-vault/intent.json", ".echoes-vault/cache.json", ".opencode/echoes-state.json",
          ".codex/echoes-vault-state.json")

@@ -83,3 +83,9 @@ def test_an_index_with_a_gitlink_or_a_path_not_ascii_is_a_set() -> None:
         assert index.text is None and set(index) == {text.split("\0")[0]}
     assert GitIndex(gitindex.listed("EchoesVault/a\x00160000\x00")).gitlinks == {"EchoesVault/a"}
     assert not GitIndex(gitindex.listed("EchoesVault/\u00e9\x00100644\x00")).ascii()
+
+
+def test_no_listed_path_starts_with_a_digit() -> None:
+    """`GitIndex.at` tells a path from a mode (digits) by its first character: every path Git
+    lists starts with an entry of SCOPE, and none of them with a digit."""
+    assert not any(entry[:1].isdigit() for entry in gitindex.SCOPE)
