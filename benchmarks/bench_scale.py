@@ -166,11 +166,12 @@ def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str,
 @contextlib.contextmanager
 def cache_aside(repo: Path, aside: bool) -> Iterator[None]:
     """With `aside`, the runtime's cache moved away for the run (as a fresh clone has none) and
-    put back after it, untimed: the rows after it meet the cache as it was."""
-    if not aside:
+    put back after it, untimed: the rows after it meet the cache as it was. A vault without a
+    cache (a runtime that keeps none) has nothing to move."""
+    cache = repo / CACHE
+    if not aside or not os.path.lexists(cache):
         yield
         return
-    cache = repo / CACHE
     moved = cache.with_name(cache.name + ".bench-aside")
     os.replace(cache, moved)
     try:

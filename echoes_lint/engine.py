@@ -1759,6 +1759,36 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     worker = threading.Thread(target=ask_git)
     if git:
         worker.start()
+    try:
+        scan.durable = durable = _scan_files(scan, workspace, cache)
+    except BaseException:
+        # An in-process caller (`fix`, a test) lives on: Git's thread and the check-ignore it
+        # started are collected now, not at the interpreter's exit.
+        if git:
+            worker.join()
+            for process, _cause in ignoring:
+                if process is not None:
+                    with process:
+                        process.kill()
+                        process.communicate()
+        raise
+    if git:
+        worker.join()
+        scan.git = git_facts[0]
+        if scan.git.available:  # the started check-ignore is collected in any case
+            # Git's lists name untracked ignored files only; a tracked file can be ignored too.
+            matched, error = git_ignored(ignoring[0], durable)
+        if scan.git.available and durable:
+            # A failed check-ignore leaves the gates unable to look: they stop on `error`.
+            scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
+                                                                          *matched})),
+                                           error=scan.git.error or error)
+    return scan
+
+
+def _scan_files(scan: Scan, workspace: Path, cache: Optional[FileCache]) -> Tuple[str, ...]:
+    """The files part of `_scan_workspace`: the vault walk and the protocol files; returns
+    `durable_candidates`."""
     if cache is not None and not cache.opened:
         cache.open()
     vault = workspace / VAULT_DIR
@@ -1793,19 +1823,7 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
             failed.append(relative)
     for relative in failed:
         note_special(scan, relative)
-    scan.durable = durable_candidates(scan)
-    if git:
-        worker.join()
-        scan.git = git_facts[0]
-        if scan.git.available:  # the started check-ignore is collected in any case
-            # Git's lists name untracked ignored files only; a tracked file can be ignored too.
-            matched, error = git_ignored(ignoring[0], scan.durable)
-        if scan.git.available and scan.durable:
-            # A failed check-ignore leaves the gates unable to look: they stop on `error`.
-            scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
-                                                                          *matched})),
-                                           error=scan.git.error or error)
-    return scan
+    return durable_candidates(scan)
 
 
 def durable_candidates(scan: Scan) -> Tuple[str, ...]:

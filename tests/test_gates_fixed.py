@@ -6,7 +6,8 @@
   or asking the terminal's size; help is still wrapped to the terminal's width.
 - `git check-ignore` starts beside the walk and answers for the durable files the walk found,
   as a fresh one does; it is collected on every path (nothing to ask, no repository), and one
-  that cannot start stops the gate.
+  that cannot start stops the gate; when the walk fails, Git's thread and its check-ignore
+  are collected before the error goes on (an in-process caller lives on).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +176,24 @@ def test_git_lists_start_together_and_each_is_collected(
     assert facts.available is repository and (facts.error is None) is repository
     if repository:
         assert f"{PAGES}/home.md" in facts.tracked
+
+
+def test_a_walk_that_fails_collects_git_and_its_check_ignore_before_raising(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    starts = _Starts(monkeypatch)
+    collect = engine.collect_git_facts
+
+    def slow_git(*args: Any) -> engine.GitFacts:
+        time.sleep(0.3)  # Git still at work when the walk fails
+        return collect(*args)
+
+    def failing_walk(*_args: Any) -> None:
+        raise engine.VaultError("the walk failed")
+
+    monkeypatch.setattr(engine, "collect_git_facts", slow_git)
+    monkeypatch.setattr(engine, "_walk_vault", failing_walk)
+    with pytest.raises(engine.VaultError, match="the walk failed"):
+        engine.scan_workspace(repo)
+    assert threading.active_count() == 1  # Git's thread was joined
+    assert len(starts.processes) == 1 and starts.processes[0].returncode is not None
