@@ -1,7 +1,5 @@
 """`python -m echoes_lint`: the same entry point as the `echoes-lint` console script."""
 
-import sys
+from echoes_lint.cli import entry
 
-from echoes_lint.cli import main
-
-sys.exit(main())
+entry()

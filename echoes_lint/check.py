@@ -16,6 +16,7 @@ from typing import IO, Any, Callable, NoReturn, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.checker import CheckResult, exit_code, run_checks
+from echoes_lint.cli import keep
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes, split_patterns
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Rule
@@ -258,6 +259,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         return _fix(args, workspace, scope)
     result = run_checks(workspace, staged=args.staged, **scope)
+    keep(result)
     color = args.output_file is None and use_color(args.color, sys.stdout)
     write_text(render_result(result, args.output_format, color=color,
                              statistics=args.statistics), args.output_file)
@@ -281,6 +283,7 @@ def _fix(args: argparse.Namespace, workspace: Path, scope: dict[str, Any]) -> in
                          if count else "No fixes available.\n")
         return 1 if outcome.diffs or outcome.commands else 0
     result = outcome.result
+    keep(outcome)
     color = args.output_file is None and use_color(args.color, sys.stdout)
     write_text(render_result(result, args.output_format, color=color, statistics=args.statistics,
                              fixed=outcome.fixed, show_fixes=args.show_fixes), args.output_file)

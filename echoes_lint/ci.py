@@ -30,7 +30,7 @@ from echoes_lint.check import (
     write_text,
 )
 from echoes_lint.checker import CheckResult, run_checks
-from echoes_lint.cli import PROG
+from echoes_lint.cli import PROG, keep
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
@@ -372,6 +372,7 @@ def _run(options: argparse.Namespace) -> int:
     result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
                         select=split_codes(options.select), ignore=split_codes(options.ignore),
                         guard=True)
+    keep(result)
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
     # Judged as a fresh clone of the commit: the verdict is the one CI gives.
     report = engine.inspect_report(engine.clone_view(result.scan))

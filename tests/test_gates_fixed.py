@@ -197,3 +197,43 @@ def test_a_walk_that_fails_collects_git_and_its_check_ignore_before_raising(
         engine.scan_workspace(repo)
     assert threading.active_count() == 1  # Git's thread was joined
     assert len(starts.processes) == 1 and starts.processes[0].returncode is not None
+
+
+# Runs `entry` as the console script does, with an exit handler that says when the
+# interpreter's teardown runs.
+_ENTRY = """\
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write("TEARDOWN\\n"))
+sys.argv[0] = "echoes-lint"
+from echoes_lint import cli
+main = cli.main
+def probe(argv=None):
+    status = main(argv)
+    sys.stderr.write(f"GC {gc.isenabled()} KEPT {len(cli._kept or ())}\\n")
+    return status
+cli.main = probe
+cli.entry()
+"""
+
+
+@pytest.mark.parametrize("command", [["check"], ["ci", "--summary", "false", "--fail-on", "never"]])
+def test_a_gate_process_ends_without_teardown_after_its_whole_output(
+        tmp_path: Path, command: list[str]) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    for number in range(300):  # a report larger than a pipe's buffer
+        write(repo, f"{PAGES}/page-{number:03d}.md", page("[[missing]]\n"))
+    commit(repo, "pages")
+    completed = subprocess.run([sys.executable, "-c", _ENTRY, *command], cwd=repo,
+                               capture_output=True, text=True, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stderr  # warnings only
+    assert completed.stdout.count("EV050") == 300  # every finding, flushed before the exit
+    assert completed.stdout.endswith("\n")
+    assert "GC False KEPT 1" in completed.stderr  # no collector, the result held to the end
+    assert "TEARDOWN" not in completed.stderr
+
+
+def test_other_commands_end_as_usual(tmp_path: Path) -> None:
+    completed = subprocess.run([sys.executable, "-c", _ENTRY, "--version"], cwd=tmp_path,
+                               capture_output=True, text=True, timeout=120, check=False)
+    assert completed.returncode == 0 and completed.stdout.startswith("echoes-lint ")
+    assert "GC True KEPT 0" in completed.stderr and "TEARDOWN" in completed.stderr
