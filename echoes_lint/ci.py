@@ -29,7 +29,7 @@ from echoes_lint.check import (
     guarded,
     write_text,
 )
-from echoes_lint.checker import CheckResult, run_checks
+from echoes_lint.checker import Beside, CheckResult, run_checks
 from echoes_lint.cli import PROG, keep
 from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.engine import printable
@@ -366,16 +366,28 @@ def main(argv: Sequence[str]) -> int:
     return guarded(lambda: _run(parse_args(argv)), without_commands if actions else None)
 
 
+def status_report(scan: engine.Scan) -> dict[str, Any]:
+    """The engine's status report, judged as a fresh clone of the commit: the verdict is the
+    one CI gives."""
+    return engine.inspect_report(engine.clone_view(scan))
+
+
 def _run(options: argparse.Namespace) -> int:
     workspace = Path(options.workspace)
     config = load_config(workspace, Path(options.config)) if options.config else None
-    result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
-                        select=split_codes(options.select), ignore=split_codes(options.ignore),
-                        guard=True)
-    keep(result)
+    # The status report needs only the scan: a second process makes it while the rules run.
+    beside: list[Beside] = []
+    try:
+        result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
+                            select=split_codes(options.select),
+                            ignore=split_codes(options.ignore), guard=True,
+                            scanned=lambda scan: beside.append(Beside(lambda: status_report(scan))))
+        keep(result)
+        report = beside.pop().result() if beside else status_report(result.scan)
+    finally:
+        for child in beside:  # the check failed: its report is not wanted
+            child.stop()
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
-    # Judged as a fresh clone of the commit: the verdict is the one CI gives.
-    report = engine.inspect_report(engine.clone_view(result.scan))
     notes = local_notes(result.scan, report, result.prefix)
     health = report["health"]
     errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)
