@@ -8,7 +8,10 @@
 For each size N it builds ONCE a committed Git repository holding a vault of N pages and N/5
 daily entries with the portable runtime installed, and keeps it under $ECHOES_BENCH_CACHE
 (default: /tmp/echoes-bench-scale) for the next run; each run first puts the repository back to
-its commit and installs the checkout's engine as the runtime. It then runs one write
+its commit and installs the checkout's engine as the runtime. Every command runs with the Python
+of a virtual environment kept there too, into which each run installs the checkout as users get
+it (a built wheel; `--no-install` times the running Python's echoes_lint instead, whose editable
+install costs every process about 9 ms at start, the floor's included). It then runs one write
 (`rebuild-index`), so that read-only commands meet a vault with nothing changed since the last
 write, and times every command as a fresh subprocess, interleaved round by round so that machine
 noise hits all alike: the I/O floor (one Python process reading every vault file), `status`,
@@ -48,11 +51,6 @@ LAYOUT = 1
 GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
                 "-c", "commit.gpgsign=false")
 
-# What pre-commit runs for the `echoes-lint` hook: its console script, installed next to this
-# Python, else the script's entry function (the same run, without the installed wrapper).
-SCRIPT = Path(sys.executable).parent / "echoes-lint-hook"
-HOOK = [str(SCRIPT)] if SCRIPT.is_file() else \
-    [sys.executable, "-c", "from echoes_lint.precommit import lint_entry; lint_entry()"]
 BODY = "\n".join(f"Paragraph {i} about services, tokens and [[page-{i:06d}]]." for i in range(20))
 
 
@@ -114,6 +112,33 @@ def prepare(cache: Path, pages: int, env: Dict[str, str]) -> Path:
     return repo
 
 
+def install(cache: Path, env: Dict[str, str]) -> str:
+    """The Python of a virtual environment under `cache` holding this checkout installed as
+    users get it (pip builds and installs a wheel, as pre-commit and `pip install` do),
+    reinstalled each run. A development venv's editable install loads an import finder at every
+    interpreter start (about 9 ms, pathlib included): every timed command, the floor too, runs
+    with this Python instead, so that no row pays for the development set-up."""
+    venv = cache / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        # Once, for the dependencies (tomli before Python 3.11).
+        subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True,
+                       capture_output=True, env=env)
+    print(f"Installing this checkout into {venv} ...", flush=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+                    str(ROOT)], check=True, capture_output=True, env=env)
+    return str(python)
+
+
+def hook_command(python: str) -> List[str]:
+    """What pre-commit runs for the `echoes-lint` hook: its console script, installed next to
+    `python`, else the script's entry function (the same run, without the installed wrapper)."""
+    script = Path(python).parent / "echoes-lint-hook"
+    return [str(script)] if script.is_file() else \
+        [python, "-c", "from echoes_lint.precommit import lint_entry; lint_entry()"]
+
+
 def run(command: Sequence[str], cwd: Path, env: Dict[str, str],
         stdin: Optional[Path] = None) -> Tuple[float, int, int]:
     """(seconds, peak resident memory in KiB, exit status) of one subprocess."""
@@ -133,21 +158,21 @@ def run(command: Sequence[str], cwd: Path, env: Dict[str, str],
     return elapsed, usage.ru_maxrss // (1024 if sys.platform == "darwin" else 1), process.returncode
 
 
-def commands(repo: Path, scratch: Path) -> Tuple[Dict[str, List[str]], Dict[str, List[str]],
-                                                Dict[str, List[str]]]:
-    """(read-only commands, writers, cold paths) by name; writers get a fresh payload file each
-    run."""
-    runtime = [sys.executable, "-I", RUNTIME, "--workspace", "."]
-    lint = [sys.executable, "-m", "echoes_lint"]
+def commands(scratch: Path, python: str) -> Tuple[Dict[str, List[str]], Dict[str, List[str]],
+                                                 Dict[str, List[str]]]:
+    """(read-only commands, writers, cold paths) by name, run by `python`; writers get a fresh
+    payload file each run."""
+    runtime = [python, "-I", RUNTIME, "--workspace", "."]
+    lint = [python, "-m", "echoes_lint"]
     read_only = {
-        "floor": [sys.executable, "-c", FLOOR, "EchoesVault"],
+        "floor": [python, "-c", FLOOR, "EchoesVault"],
         "status": [*runtime, "status"],
         "inspect": [*runtime, "inspect"],
         "search (hits)": [*runtime, "search", "common word"],
         "search (none)": [*runtime, "search", "no page says this"],
         "check": [*lint, "check", "--exit-zero"],
         "ci": [*lint, "ci", "--summary", "false", "--fail-on", "never"],
-        "hook (1 file)": [*HOOK, "EchoesVault/pages/page-000001.md"],
+        "hook (1 file)": [*hook_command(python), "EchoesVault/pages/page-000001.md"],
     }
     writers = {
         "start": [*runtime, "start"],
@@ -190,15 +215,16 @@ def payloads(scratch: Path, run_number: int) -> None:
         "pages": [{"filename": f"bench-end-{run_number:04d}.md", "content": content}]}))
 
 
-def measure(repo: Path, repeat: int, env: Dict[str, str]) -> Dict[str, Tuple[float, int]]:
+def measure(repo: Path, repeat: int, env: Dict[str, str],
+            python: str) -> Dict[str, Tuple[float, int]]:
     """Median seconds and peak KiB of every command, interleaved over `repeat` rounds after one
     warm-up round."""
     samples: Dict[str, List[Tuple[float, int]]] = {}
     cold_samples: Dict[str, List[Tuple[float, int]]] = {}  # printed after the writers
     with tempfile.TemporaryDirectory(prefix="echoes-bench-payload-") as temporary:
         scratch = Path(temporary)
-        read_only, writers, cold = commands(repo, scratch)
-        run([sys.executable, "-I", RUNTIME, "--workspace", ".", "rebuild-index"], repo, env)
+        read_only, writers, cold = commands(scratch, python)
+        run([python, "-I", RUNTIME, "--workspace", ".", "rebuild-index"], repo, env)
         for round_number in range(repeat + 1):
             for name, command in read_only.items():
                 seconds, peak, _status = run(command, repo, env)
@@ -225,6 +251,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--sizes", default="1000,5000", help="comma-separated page counts")
     parser.add_argument("--large", action="store_true", help="add 100,000 pages")
     parser.add_argument("--repeat", type=int, default=5, help="timed rounds per size")
+    parser.add_argument("--no-install", action="store_true",
+                        help="time this Python's echoes_lint (an editable install pays its "
+                             "import finder at every start) instead of installing the checkout")
     args = parser.parse_args(argv)
     sizes = sorted({int(size) for size in args.sizes.split(",")} | ({100_000} if args.large
                                                                      else set()))
@@ -233,11 +262,12 @@ def main(argv: Optional[List[str]] = None) -> int:
            if key not in ("PYTHONDONTWRITEBYTECODE", "NO_COLOR", "FORCE_COLOR", "GITHUB_ACTIONS",
                           "GITHUB_STEP_SUMMARY")}
     env["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")  # the package as installed: byte code
+    python = sys.executable if args.no_install else install(cache, env)
     results: Dict[int, Dict[str, Tuple[float, int]]] = {}
     for size in sizes:
         repo = prepare(cache, size, env)
         print(f"Measuring {size:,} pages ...", flush=True)
-        results[size] = measure(repo, args.repeat, env)
+        results[size] = measure(repo, args.repeat, env, python)
         prepare(cache, size, env)  # leave the cached repository at its commit
     report(results, args.repeat)
     return 0
