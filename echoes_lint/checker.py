@@ -218,6 +218,7 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                                     if finding.code in enabled)
     finally:  # what the rule did not take, also when the check failed before it ran
         mergedriver.discard()
+        cli.discard_listings()  # what no scan took: named or staged files, no Git codes
     findings = _apply_suppressions(findings, context, config, enabled, protected)
     if excludes:
         findings = [finding for finding in findings if finding.code in protected
@@ -386,7 +387,8 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Con
     if reader is not None:
         reader.worker = _PageWorker.start(root)
     try:
-        scan = engine.scan_workspace(root, git=git, cache=reader)
+        scan = engine.scan_workspace(root, git=git, cache=reader,
+                                     listings=cli.listings(str(root)) if git else None)
     except BaseException:
         if reader is not None and reader.worker is not None:
             reader.worker.stop()

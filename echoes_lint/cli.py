@@ -126,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         finally:
             gitindex.discard()
     if command in _GATES:  # the whole-vault gates: the repository root, asked now
-        _start_toplevel(args)
+        _start_toplevel(args, command, rest)
         try:
             return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
         finally:
@@ -152,18 +152,57 @@ def main(argv: Optional[list[str]] = None) -> int:
 # before the engine and the linter load (about 35 ms) instead of after: a check takes it.
 _TOPLEVEL = ("rev-parse", "--show-toplevel")
 _toplevels: dict[str, subprocess.Popen[bytes]] = {}
+# The engine's `git_listings()`, spelled out (a test holds them equal) so that a whole-vault
+# gate starts them with the rev-parse, while the second CPU has nothing else to do: a scan of
+# the vault at that folder takes them (`listings`).
+_SCOPE = ("--", "EchoesVault", ".echoes-vault", ".opencode", ".codex", ".claude", "AGENTS.md",
+          "CLAUDE.md")
+_LISTINGS = (("ls-files", "-z", "--cached", *_SCOPE),
+             ("ls-files", "-z", "--others", "--exclude-standard", *_SCOPE),
+             ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", *_SCOPE))
+_listings: dict[str, list[subprocess.Popen[bytes]]] = {}
 
 
-def _start_toplevel(args: list[str]) -> None:
+def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
     if any(arg.startswith("--workspace") for arg in args):
         return  # the folder is the option's: the check asks git there itself
     try:
         folder = os.getcwd()
-        _toplevels[os.path.realpath(folder)] = subprocess.Popen(
-            ["git", *_TOPLEVEL], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL)
+        key = os.path.realpath(folder)
+        _toplevels[key] = _git(folder, _TOPLEVEL)
+        if _whole_vault(command, rest):
+            _listings[key] = []  # filled in turn: each one started is collected
+            for listing in _LISTINGS:
+                _listings[key].append(_git(folder, listing))
     except (OSError, subprocess.SubprocessError):
         return  # the check runs git itself, and says why it cannot
+
+
+def _git(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    """git started as `engine.git_start` starts it."""
+    return subprocess.Popen(["git", *args], cwd=folder, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+
+
+def _whole_vault(command: str, args: list[str]) -> bool:
+    """Whether the gate will most likely scan the whole vault: `ci` does, and `check` without
+    --staged or a word that names a file or folder (or a glob) does. A guess that fails costs
+    a little of Git's time on the other CPU: the listings are ended when the check ends."""
+    return command == "ci" or not any(
+        arg == "--staged" or (not arg.startswith("-") and (
+            os.path.lexists(arg) or any(char in arg for char in "*?["))) for arg in args)
+
+
+def listings(folder: str) -> Optional[list[tuple[Optional[subprocess.Popen[bytes]],
+                                                 Optional[str]]]]:
+    """The `engine.git_listings()` started in `folder` (resolved) for this run, if all
+    started: `engine.collect_git_facts` collects them."""
+    started = _listings.pop(os.path.realpath(folder), None)
+    if started is not None and len(started) == len(_LISTINGS):
+        return [(process, None) for process in started]
+    for process in started or ():
+        _end(process)
+    return None
 
 
 def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
@@ -173,13 +212,25 @@ def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
 
 
 def _discard_toplevel() -> None:
-    """End and collect a started git that no check took (a usage error stopped it first):
-    its answer is not needed, and a git stuck on a hostile `.git` must not hold the exit."""
+    """End and collect a started git that no check took (a usage error stopped it first, or
+    the check read named files): its answer is not needed, and a git stuck on a hostile
+    `.git` must not hold the exit."""
     while _toplevels:
-        process = _toplevels.popitem()[1]
-        with process:
-            process.kill()
-            process.communicate()
+        _end(_toplevels.popitem()[1])
+    discard_listings()
+
+
+def discard_listings() -> None:
+    """End and collect the listings no scan took."""
+    while _listings:
+        for process in _listings.popitem()[1]:
+            _end(process)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    with process:
+        process.kill()
+        process.communicate()
 
 
 def _workspace(leading: list[str]) -> list[str]:

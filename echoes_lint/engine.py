@@ -1410,15 +1410,27 @@ class GitFacts:
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
 
 
-def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE) -> GitFacts:
-    """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
-    local-only files, where a gate needs every tracked path)."""
+GitStarted = Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]  # what `git_start` gives
+
+
+def git_listings(tracked_scope: Sequence[str] = _GIT_SCOPE) -> Tuple[List[str], ...]:
+    """The arguments of `collect_git_facts`'s three `git ls-files` calls."""
     scope = ["--", *_GIT_SCOPE]
-    calls = (["ls-files", "-z", "--cached", "--", *tracked_scope],
-             ["ls-files", "-z", "--others", "--exclude-standard", *scope],
-             ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *scope])
+    return (["ls-files", "-z", "--cached", "--", *tracked_scope],
+            ["ls-files", "-z", "--others", "--exclude-standard", *scope],
+            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *scope])
+
+
+def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE,
+                      started: Optional[Sequence[GitStarted]] = None) -> GitFacts:
+    """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
+    local-only files, where a gate needs every tracked path). `started`: the `git_listings`
+    of `tracked_scope` already started in `workspace` (a gate starts them before it loads
+    the engine); they are collected here."""
+    calls = git_listings(tracked_scope)
     # The three run at once: each is mostly Git's start and its own look at the tree.
-    started = [git_start(workspace, args) for args in calls]
+    if started is None:
+        started = [git_start(workspace, args) for args in calls]
     (tracked, error), (untracked, untracked_error), (ignored, ignored_error) = (
         git_finish(process, args) for process, args in zip(started, calls))
     if tracked is None:
@@ -1729,19 +1741,21 @@ def parse_marker(text: str) -> Tuple[Any, Optional[str]]:
 
 
 def scan_workspace(workspace: Path, *, git: bool = True, cache: Optional[FileCache] = None,
-                   health: bool = False) -> Scan:
+                   health: bool = False, listings: Optional[Sequence[GitStarted]] = None) -> Scan:
     """Read the whole vault once, without following symlinks or writing anything.
 
     Git is asked from a second thread while this one reads files: both mostly wait on I/O.
     With `cache` (protocol commands only, never the gates), a file whose entry still matches
     is not read, and documents keep no page text (see "The local cache"). With `health` (for
-    `inspect_report` only), Git's tracked list holds only the local-only files."""
+    `inspect_report` only), Git's tracked list holds only the local-only files. `listings`:
+    `git_listings()` started in `workspace` (with `git`, without `health`), collected here."""
     with _PausedGC():
-        return _scan_workspace(workspace, git, cache, health)
+        return _scan_workspace(workspace, git, cache, health, listings)
 
 
 def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = None,
-                    health: bool = False) -> Scan:
+                    health: bool = False, listings: Optional[Sequence[GitStarted]] = None,
+                    ) -> Scan:
     scan = Scan(workspace)
     git_facts: List[GitFacts] = []
     # Health needs only the tracked local-only files (`git_readiness`).
@@ -1751,7 +1765,7 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     ignoring: List[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = []
 
     def ask_git() -> None:
-        facts = collect_git_facts(workspace, tracked_scope)
+        facts = collect_git_facts(workspace, tracked_scope, listings)
         if facts.available:
             ignoring.append(start_git_ignored(workspace))
         git_facts.append(facts)

@@ -8,6 +8,9 @@
   as a fresh one does; it is collected on every path (nothing to ask, no repository), and one
   that cannot start stops the gate; when the walk fails, Git's thread and its check-ignore
   are collected before the error goes on (an in-process caller lives on).
+- A whole-vault gate starts Git's three listings with its rev-parse, before the engine loads,
+  and its scan takes them (the same report as listings started by the scan); a check of
+  named or staged files starts none, and listings no scan takes are ended.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import init_repo
+from conftest import init_repo, make_vault
 from helpers_check import PAGES, commit, page, vault_repo, write
 from test_report import make_input
 
-from echoes_lint import checker, engine
+from echoes_lint import checker, cli, engine
 from echoes_lint.check import Parser, build_parser
 from echoes_lint.report import FORMATS, render
 
@@ -237,3 +240,76 @@ def test_other_commands_end_as_usual(tmp_path: Path) -> None:
                                capture_output=True, text=True, timeout=120, check=False)
     assert completed.returncode == 0 and completed.stdout.startswith("echoes-lint ")
     assert "GC True KEPT 0" in completed.stderr and "TEARDOWN" in completed.stderr
+
+
+def test_the_early_listings_are_the_engines() -> None:
+    assert [list(args) for args in cli._LISTINGS] == list(engine.git_listings())
+
+
+class _Listings:
+    """What `collect_git_facts` is given, and every git `cli` starts before the engine loads."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.given: list[Any] = []
+        self.started: list[subprocess.Popen[bytes]] = []
+        collect, start = engine.collect_git_facts, cli._git
+
+        def collecting(workspace: Path, scope: Any = engine._GIT_SCOPE,
+                       started: Any = None) -> engine.GitFacts:
+            self.given.append(started)
+            return collect(workspace, scope, started)
+
+        def starting(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+            self.started.append(start(folder, args))
+            return self.started[-1]
+
+        monkeypatch.setattr(engine, "collect_git_facts", collecting)
+        monkeypatch.setattr(cli, "_git", starting)
+
+    def collected(self) -> bool:
+        return all(process.returncode is not None for process in self.started) \
+            and cli._listings == {} and cli._toplevels == {}
+
+
+@pytest.mark.parametrize("command", [["check"], ["ci", "--summary", "false", "--fail-on", "never"]])
+def test_a_whole_vault_gate_takes_the_listings_started_before_it_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/loose.md", page("[[nowhere]]\n"))  # untracked: EV022, and EV050
+    monkeypatch.chdir(repo)
+    listings = _Listings(monkeypatch)
+    status = cli.main(command)
+    early = capsys.readouterr().out
+    assert len(listings.started) == 4 and listings.collected()  # rev-parse and the listings
+    assert [[process for process, _cause in listings.given[0]]] == [listings.started[1:]]
+    assert cli.main([*command, f"--workspace={repo}"]) == status  # nothing started early
+    assert listings.given[1] is None and capsys.readouterr().out == early  # the same report
+    assert "EV022" in early and "EV050" in early
+
+
+@pytest.mark.parametrize("arguments", [["--staged"], [f"{PAGES}/home.md"], [f"{PAGES}/*.md"]])
+def test_a_check_of_some_files_starts_no_listing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: list[str]) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    listings = _Listings(monkeypatch)
+    assert cli.main(["check", *arguments]) == 0
+    assert [process.args[1] for process in listings.started] in ([], ["rev-parse"])
+    assert listings.collected() and listings.given == []  # Git's index, not the scan's
+
+
+def test_listings_no_scan_takes_are_ended(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    repo = init_repo(tmp_path / "repo")
+    make_vault(repo / "docs")  # the vault below the root: git was asked at the root
+    write(repo, ".echoes-lint.toml", 'vault-dir = "docs/EchoesVault"\n')
+    commit(repo, "vault")
+    monkeypatch.chdir(repo)
+    listings = _Listings(monkeypatch)
+    assert cli.main(["check"]) == 0
+    assert len(listings.started) == 4 and listings.collected()
+    assert listings.given == [None]  # the scan of docs/ asked git itself
+    assert cli.main(["check", "--bogus"]) == 2  # a usage error: ended too
+    assert len(listings.started) == 8 and listings.collected()
+    capsys.readouterr()
