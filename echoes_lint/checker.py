@@ -587,11 +587,12 @@ class _PageWorker:
     the pages of pages/ from the last one down, while the walk reads them from the first one
     up; shared memory says how far each got, so both stop where they meet. It writes the
     daily files without markers and the pages that need no text (`_lean_row`) to an
-    anonymous file, which the walk reads once the worker has ended. With two CPUs, the vault
-    takes about half the time to read.
+    anonymous file, whose frames the walk decodes as they come while it reads its own pages.
+    With two CPUs, the vault takes about half the time to read.
 
     The worker never decides anything alone: the walk takes a row only for a file it reached
-    itself, by path, after the worker exited cleanly, and takes pages only if the worker
+    itself, by path, after the worker said, last, that it wrote every row (one byte on the
+    pipe after the digest: a worker that dies says nothing), and takes pages only if the worker
     listed pages/ as it did (the same digest, so links are judged by the same files); any
     other file it reads itself. A worker that dies, or wrote what cannot be read, gives
     nothing: the walk reads every file itself, as it does where there is no fork (or one CPU,
@@ -610,6 +611,10 @@ class _PageWorker:
         self.digest: Optional[bytes] = None
         self.listed_alike = False
         self.reaped = False
+        # The frames decoded so far (`_drain`), taken by `finish` only if the worker ended well.
+        self.offset = 0
+        self.decoded: dict[str, dict[str, Any]] = {"p": {}, "d": {}}
+        self.broken = False
 
     @classmethod
     def start(cls, root: Path) -> Optional[_PageWorker]:
@@ -635,6 +640,7 @@ class _PageWorker:
             try:
                 os.close(read_fd)
                 _work(str(vault), write_fd, rows, progress)
+                os.write(write_fd, _DONE)  # every row is written
                 status = 0
             finally:
                 os._exit(status)
@@ -668,6 +674,8 @@ class _PageWorker:
             progress = self.progress
             if position < progress[1]:  # the worker has not got here
                 progress[0] = position + 1
+                if not position % self.CHUNK:
+                    self._drain()  # beside the worker, not after it
                 return None
             progress[0] = position  # the worker stops: everything from here on is written
             self.finish()
@@ -691,24 +699,34 @@ class _PageWorker:
         self.reaped = True
         self.progress[0] = _NEVER
         try:
-            status = os.waitpid(self.pid, 0)[1]
-        except ChildProcessError:  # reaped by someone else: whether it ended well is unknown
-            status = -1
-        try:
-            self._digest()  # before the pipe closes: pages may come after daily files
+            self._digest()  # pages may come after daily files
+            # Its last word, once every row is written; then its rows are what they will
+            # be, and its exit is waited for after they are decoded.
+            done = os.read(self.pipe, len(_DONE)) == _DONE
         finally:
             os.close(self.pipe)
-        pages: dict[str, _Row] = {}
-        days: dict[str, _Daily] = {}
         try:
-            if status == 0:
-                for kind, rows in _frames(self.file):
-                    (pages if kind == "p" else days).update((row[0], row) for row in rows)
-        except ValueError:
-            pages, days = {}, {}
+            if done:
+                self._drain(final=True)
         finally:
             os.close(self.file)
-        self.pages, self.days = (pages, days) if status == 0 else ({}, {})
+            with contextlib.suppress(ChildProcessError):  # reaped by someone else
+                os.waitpid(self.pid, 0)
+        done = done and not self.broken
+        self.pages = self.decoded["p"] if done else {}
+        self.days = self.decoded["d"] if done else {}
+        self.decoded = {"p": {}, "d": {}}
+
+    def _drain(self, final: bool = False) -> None:
+        """Decode the frames written since the last look (all of them when `final`: the worker
+        is done, and a frame cut short is a failure)."""
+        if self.broken:
+            return
+        try:
+            for kind, rows in _frames(self, final):
+                self.decoded[kind].update((row[0], row) for row in rows)
+        except (ValueError, KeyError):
+            self.broken = True
 
     def stop(self) -> None:
         """End the worker now, whatever it is doing (the walk went wrong)."""
@@ -723,6 +741,7 @@ class _PageWorker:
 
 
 _NEVER = 1 << 62
+_DONE = b"\x01"  # the worker's last word: every row is written
 _DIGEST_SIZE = hashlib.sha256().digest_size
 
 
@@ -819,13 +838,21 @@ def _chunks(file: int) -> Iterator[bytes]:
         offset += len(chunk)
 
 
-def _frames(file: int) -> Iterator[tuple[str, list[Any]]]:
-    """The frames of the worker's file, read one at a time (the file can hold megabytes): a
-    4-byte length, then a marshalled (kind, rows)."""
+def _frames(worker: _PageWorker, final: bool) -> Iterator[tuple[str, list[Any]]]:
+    """The frames of the worker's file from `worker.offset` on, read one at a time (the file
+    can hold megabytes): a 4-byte length, then a marshalled (kind, rows). The worker appends
+    them: the bytes below the file's size are final, and a frame past it (not `final`) is
+    left for the next look."""
+    file = worker.file
     size = os.fstat(file).st_size
-    offset = 0
-    while offset < size:
-        length = int.from_bytes(os.pread(file, 4, offset), "little")
+    while worker.offset < size:
+        offset = worker.offset
+        header = os.pread(file, 4, offset)
+        length = int.from_bytes(header, "little")
+        if len(header) < 4 or offset + 4 + length > size:
+            if final:
+                raise ValueError("a truncated frame")
+            return
         data = os.pread(file, length, offset + 4)
         if len(data) != length:
             raise ValueError("a truncated frame")
@@ -833,8 +860,8 @@ def _frames(file: int) -> Iterator[tuple[str, list[Any]]]:
             kind, rows = marshal.loads(data)
         except (EOFError, ValueError, TypeError) as exc:
             raise ValueError("a frame that cannot be read") from exc
+        worker.offset = offset + 4 + length
         yield kind, rows
-        offset += 4 + length
 
 
 def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
@@ -855,8 +882,7 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
     except OSError:  # gone since the start: the walk finds no listing to agree with either
         entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
-    os.write(pipe, digest)
-    os.close(pipe)
+    os.write(pipe, digest)  # the pipe stays open for the last word (`_PageWorker.start`)
     _write_daily(vault, write, progress)
     page_links = links.PageLinks(names)
     candidates = [entry for entry in entries if _walked_page(entry)]

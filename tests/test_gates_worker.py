@@ -6,12 +6,15 @@ nothing but the time.
   worker, so the comparison covers them all).
 - A worker that listed another pages/ (a page added meanwhile) is not used at all.
 - A worker that dies gives nothing: the walk reads every file itself, with the same result.
+- Its frames are decoded as they come; one not yet whole waits, one cut short at the end
+  makes the worker give nothing.
 - Without fork, with another thread running, with SIGCHLD ignored, or with the vault a link,
   there is no worker; a linked pages/ is never read through.
 """
 
 from __future__ import annotations
 
+import marshal
 import os
 import signal
 import threading
@@ -239,3 +242,31 @@ def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
         assert _facts(run_checks(repo)) == alone
     assert not taken
 
+
+
+def _frame(kind: str, rows: list[Any]) -> bytes:
+    data = marshal.dumps((kind, rows))
+    return len(data).to_bytes(4, "little") + data
+
+
+def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
+    """The walk decodes the worker's frames while the worker writes more (`_drain`): a frame
+    not yet whole is left for the next look, and one still cut short when the worker is done
+    makes it give nothing."""
+    file = os.memfd_create("test-frames")
+    progress = memoryview(bytearray(16)).cast("q")
+    worker = checker._PageWorker(0, -1, file, progress)
+    first, second = _frame("d", [("a.md", 1)]), _frame("p", [("b.md", 2), ("c.md", 3)])
+    os.write(file, first + second[:7])  # the worker is writing the second frame
+    worker._drain()
+    assert worker.decoded == {"p": {}, "d": {"a.md": ("a.md", 1)}} and not worker.broken
+    assert worker.offset == len(first)
+    os.write(file, second[7:])
+    worker._drain()
+    assert worker.decoded["p"] == {"b.md": ("b.md", 2), "c.md": ("c.md", 3)}
+    os.write(file, _frame("p", [("d.md", 4)])[:-1])
+    worker._drain()
+    assert not worker.broken and "d.md" not in worker.decoded["p"]
+    worker._drain(final=True)  # done, and still cut short: nothing is taken
+    assert worker.broken
+    os.close(file)
