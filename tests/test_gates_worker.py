@@ -253,7 +253,7 @@ def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
     """The walk decodes the worker's frames while the worker writes more (`_drain`): a frame
     not yet whole is left for the next look, and one still cut short when the worker is done
     makes it give nothing."""
-    file = os.memfd_create("test-frames")
+    file = checker._anonymous_file()
     progress = memoryview(bytearray(16)).cast("q")
     worker = checker._PageWorker(0, -1, file, progress)
     first, second = _frame("d", [("a.md", 1)]), _frame("p", [("b.md", 2), ("c.md", 3)])
