@@ -2237,11 +2237,10 @@ class FileCache:
         self.keeps_page_listing = False
         # Git as the change source of a writer's walk (`_git_match`): the identity of Git's
         # index when the writer started (None: no Git source), `diff-files` started then and
-        # the paths it reported, `ls-files -v` when the writer vouches afresh, and the head's
-        # record when it was made under this very index (the fast path).
+        # the paths it reported, and the head's record when it was made under this very
+        # index (the fast path).
         self.git_index: Optional[List[int]] = None
         self.git_changes: Optional[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = None
-        self.git_listing: Optional[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = None
         self.reported: Optional[Set[str]] = None
         self.git: Optional[Dict[str, Any]] = None
         self.git_matched = 0  # files matched on Git's word, without a stat
@@ -2335,8 +2334,6 @@ class FileCache:
         if self.git_index is not None and not rebuild and value["git"] is not None \
                 and value["git"]["index"] == self.git_index:
             self.git = value["git"]
-        elif self.git_index is not None:  # this writer vouches afresh (`_git_record`)
-            self.git_listing = git_start(workspace, _GIT_TRACKED)
         if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
             self.entries = self.entries
         return self
@@ -2828,9 +2825,8 @@ class FileCache:
         if self.git is not None:  # vouched under this very index: carried forward
             wanted = {*self.git["check"], *self.reported, *self.refreshed, *current}
         else:
-            started = self.git_listing or git_start(self.workspace, _GIT_TRACKED)
-            self.git_listing = None
-            listing, _error = git_finish(started, _GIT_TRACKED)
+            # Asked only now: most writers that vouch afresh write no cache (`start`).
+            listing, _error = git_output(self.workspace, _GIT_TRACKED)
             if listing is None or listing.count(b"\0") != listing.count(b"\0H ") + \
                     listing.startswith(b"H "):
                 return None  # a bit or stage other than H: nothing vouched under this index
