@@ -2818,7 +2818,7 @@ class FileCache:
         writer stat'ed it". Every other entry is listed under `check`, with its line: the
         next writer stats it. The folders recorded are those matched whole (their names were
         exactly their entries), with how many entries they hold now."""
-        if self.git_index is None or self.state == "ignored" or not self._git_clean():
+        if self.git_index is None or not self._git_clean():
             return None
         assert self.reported is not None
         current = dict(self.written_lines)
