@@ -2304,6 +2304,7 @@ class FileCache:
             # runs in its own threads while the cache is read and the vault walked.
             self.git_index = git_index_identity(workspace)
             if self.git_index is not None:
+                crash_point("cache:git")
                 self.git_changes = git_start(workspace, _GIT_CHANGES)
                 process = self.git_changes[0]
                 if process is not None:

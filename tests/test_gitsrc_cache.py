@@ -22,7 +22,7 @@ from helpers_cache import (
     upsert_payload,
     writer_agrees,
 )
-from helpers_writer import cli, ok, page, refused, runtime
+from helpers_writer import cli, ok, page, refused, resumed, runtime, stopped_runtime
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_cache_property import NAMES, SUMMARIES, edit, run_step
@@ -96,6 +96,17 @@ def test_a_tracked_page_edited_outside_is_seen(repo: Path, tmp_path: Path) -> No
     flip(repo / PAGES / NAMES[0])  # Git reports it
     refused_as_without_a_cache(repo, tmp_path / "scratch")
     read_only_agree(repo, card=True)
+
+
+def test_an_index_written_before_git_reads_it_is_not_trusted(repo: Path, tmp_path: Path) -> None:
+    """Git is asked about the index the writer started with, or not at all: the index's
+    identity is stat'ed again once Git answered."""
+    append(repo, tmp_path / "scratch")  # (on Git's word)
+    process = stopped_runtime(repo, "upsert", "--payload", "-", step="cache:git", payload={
+        "filename": "other.md", "content": page("Other.")})
+    flip(repo / PAGES / NAMES[0])
+    git(repo, "add", str(PAGES / NAMES[0]))  # the new index holds the page's new stat
+    assert NAMES[0] in resumed(process)  # the invalid page seen: no index, nothing written
 
 
 def test_a_page_the_engine_wrote_is_stat_ed_every_time(repo: Path, tmp_path: Path) -> None:
