@@ -2049,7 +2049,7 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 # while a reader looks) leaves the head before it the last complete one. The entries are decoded
 # only by a walk that needs an entry: one in which every folder matched its signature needs none.
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
@@ -2065,6 +2065,11 @@ CACHE_SLACK = 2
 CACHE_MAX_SPANS = 64
 # The end of the file read first to find the last head, grown while no head line fits in it.
 CACHE_TAIL = 1 << 20
+# Git as a writer's change source (`FileCache._git_match`): at most this many entries a head
+# names to be stat'ed all the same (untracked, racy for Git, or written since Git vouched), and
+# lines by which a folder's signature may differ from the one last computed from every file.
+CACHE_GIT_CHECKS = 1024
+CACHE_MAX_DELTA = 256
 # Read for their text by every command that scans: never taken from the cache.
 _UNCACHED = (f"{VAULT_DIR}/{INDEX_FILE}", f"{VAULT_DIR}/{PROTOCOL_FILE}")
 _MARKER_KINDS = ("<", "=", ">", "|")
@@ -2219,7 +2224,7 @@ class FileCache:
         self.listed: Tuple[str, Dict[str, os.stat_result]] = ("", {})
         # Per folder holding entries: its signature (`_folder_signature`) when every entry of
         # the folder has its line, else None; a folder without entries is not named.
-        self.dirs: Dict[str, Optional[str]] = {}
+        self.dirs: Dict[str, Any] = {}
         self.stamp = 0  # entries describe files strictly older than this (ns)
         self.state = "missing"  # "valid", "missing" or "ignored"
         self.reason: Optional[str] = None
@@ -2262,6 +2267,19 @@ class FileCache:
         # asks (a gate's, which judges links by the files there).
         self.page_listing: Optional[Dict[str, os.DirEntry[str]]] = None
         self.keeps_page_listing = False
+        # Git as the change source of a writer's walk (`_git_match`): the identity of Git's
+        # index when the writer started (None: no Git source), `diff-files` started then and
+        # the paths it reported, and the head's record when it was made under this very
+        # index (the fast path).
+        self.git_index: Optional[List[int]] = None
+        self.git_changes: Optional[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = None
+        self.reported: Optional[Set[str]] = None
+        self.git: Optional[Dict[str, Any]] = None
+        self.git_matched = 0  # files matched on Git's word, without a stat
+        self.fast: Dict[str, Set[str]] = {}  # folders matched so: the names listed there
+        self.refreshed: Set[str] = set()  # entries this writer read afresh
+        self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
+        self.to_check: Optional[Dict[str, List[str]]] = None
 
     @property
     def entries(self) -> Dict[str, Any]:
@@ -2314,6 +2332,18 @@ class FileCache:
             self.fresh = {}
             with contextlib.suppress(OSError):
                 self.fresh_stamp = os.lstat(workspace / LOCK_PATH).st_mtime_ns
+            # Under the lock, before anything is stat'ed: Git's stat of every tracked file
+            # runs in its own threads while the cache is read and the vault walked.
+            self.git_index = git_index_identity(workspace)
+            if self.git_index is not None:
+                crash_point("cache:git")
+                self.git_changes = git_start(workspace, _GIT_CHANGES)
+                process = self.git_changes[0]
+                if process is not None:
+                    with contextlib.suppress(AttributeError, OSError):
+                        # Git's stat threads (started once it has read its index, inheriting
+                        # this) take the CPU time this process leaves, not this process's.
+                        os.setpriority(os.PRIO_PROCESS, process.pid, 19)
         try:
             path = managed_path(workspace, CACHE_PATH)
             info = os.lstat(path)
@@ -2334,6 +2364,9 @@ class FileCache:
         self._raw, self.layout, self.stamp, self.state = rest, layout, value["stamp"], "valid"
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
+        if self.git_index is not None and not rebuild and value["git"] is not None \
+                and value["git"]["index"] == self.git_index:
+            self.git = value["git"]
         if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
             self.entries = self.entries
         return self
@@ -2393,6 +2426,7 @@ class FileCache:
             fresh = cache_record(kind, document, info)
             if fresh is not None:
                 self._keep(relative, fresh, info)
+                self.refreshed.add(relative)
         keep = relative in _UNCACHED or (self.keep_migratable and kind == "page"
                                          and only_summary_missing(document.page_problems))
         _settle(document, kind)
@@ -2456,6 +2490,9 @@ class FileCache:
         wanted = self.dirs.get(relative_dir) if self.state == "valid" else None
         if not wanted or os.scandir not in os.supports_fd:
             return False
+        if self.git is not None and self._git_match(relative_dir, directory, wanted):
+            self._matched(scan, relative_dir, list(self.fast[relative_dir]), None)
+            return True
         try:  # listed through a descriptor: each stat then resolves one name, not a path
             descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
                                  | getattr(os, "O_NOFOLLOW", 0))
@@ -2468,23 +2505,91 @@ class FileCache:
             return False
         finally:
             os.close(descriptor)
-        lines = sorted([f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/"
-                        f"{info.st_ctime_ns}/{info.st_ino}" for name, info in infos])
-        if _folder_signature(lines) != wanted:
+        lines = sorted([f"{name}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/"
+                        f"{info.st_ino}" for name, info in infos])
+        if not _signature_matches(lines, wanted):
             self.listed = (relative_dir, dict(infos))
             return False
+        if self.fresh is not None:
+            self.folder_lines[relative_dir] = lines
+        self._matched(scan, relative_dir, [name for name, _info in infos], infos)
+        return True
+
+    def _matched(self, scan: Scan, relative_dir: str, names: List[str],
+                 infos: Optional[List[Tuple[str, os.stat_result]]]) -> None:
+        """Defer every file of a folder matched whole (`infos`: their stat, for the sizes a
+        reader's scan records; a writer's records none)."""
         kind = classify_vault_path(f"{relative_dir}/x.md")
         kind = "markdown" if kind == "nested" else kind
         prefix = f"{relative_dir}/"
-        if scan.sizes:
+        if scan.sizes and infos is not None:
             scan.files.update({prefix + name: (info.st_size, info.st_mtime)
                                for name, info in infos})
-        self.blocks.append((prefix, kind, [name for name, _info in infos]))
-        self.reused += len(infos)
+        self.blocks.append((prefix, kind, names))
+        self.reused += len(names)
         self.matched_folders += 1
-        self.deferred_pages += len(infos) if kind == "page" else 0
-        if self.fresh is not None:
-            self.folder_lines[relative_dir] = lines
+        self.deferred_pages += len(names) if kind == "page" else 0
+
+    def _git_clean(self) -> bool:
+        """Whether Git's word holds for this run: its `diff-files` (started under the lock)
+        succeeded, and the index it compared with is the one the writer started with, file
+        for file (Git replaces its index by a rename: any rewrite changes the identity)."""
+        if self.git_changes is not None:
+            output, _error = git_finish(self.git_changes, _GIT_CHANGES)
+            self.git_changes = None
+            if output is not None and git_index_identity(self.workspace) == self.git_index:
+                self.reported = set(split_nul(output))
+        if self.reported is None:
+            self.git_index = self.git = None
+        return self.reported is not None
+
+    def _git_match(self, relative_dir: str, directory: str, wanted: Any) -> bool:
+        """Whether a folder matches its entries on Git's word, with no stat of its files.
+
+        The head's `git` record was made under the index Git uses now (its identity is the
+        same) and counts the folder's entries. Each entry is either vouched for (a file Git
+        tracks, as `_git_record` says) or named under `check`. Then: a vouched file that Git
+        did not report exists and is as its entry (a file removed, or replaced by a folder,
+        is reported); every other file of the folder (under `check`, or reported) is stat'ed
+        and matches its line; so every entry's file is there, and a listing of as many
+        names as there are entries holds nothing else (a file added is one name more)."""
+        assert self.git is not None
+        known = self.git["dirs"].get(relative_dir)
+        if known is None or (type(wanted) is list
+                             and len(wanted[1]) + len(wanted[2]) >= CACHE_MAX_DELTA // 2):
+            return False  # (a signature far behind: computed afresh from every file instead)
+        try:  # the folder itself, never a link put in its place
+            descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                                 | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return False
+        try:
+            names = set(os.listdir(descriptor))
+        except OSError:
+            return False
+        finally:
+            os.close(descriptor)
+        if len(names) != known or not self._git_clean():
+            return False
+        checks: Dict[str, str] = self.git["check"]
+        if self.to_check is None:  # once: the files to stat anyway, by folder
+            self.to_check = {}
+            for relative in {*(self.reported or ()), *checks}:
+                self.to_check.setdefault(relative.rpartition("/")[0], []).append(relative)
+        lines: Dict[str, str] = {}
+        for relative in self.to_check.get(relative_dir, ()):
+            name = relative.rpartition("/")[2]
+            try:
+                info = os.lstat(os.path.join(directory, name))
+            except OSError:
+                return False
+            line = _signature_line(name, info)
+            if checks.get(relative) != line or not stat.S_ISREG(info.st_mode):
+                return False
+            lines[relative] = line
+        self.lines.update(lines)
+        self.fast[relative_dir] = names
+        self.git_matched += len(names) - len(lines)
         return True
 
     def settle(self, scan: Scan) -> None:
@@ -2594,6 +2699,7 @@ class FileCache:
         self.appended = appended
         for relative, line in lines:
             self._line(relative, line)
+            self.written_lines[relative] = line
         rendered = prospect.render()
         summary.update(pages=len(prospect.names), index=prospect.digest(),
                        names=prospect.names, deprecated=prospect.deprecated,
@@ -2603,6 +2709,8 @@ class FileCache:
     def _known(self, relative: str) -> bool:
         """Whether the walk met an entry for `relative` (in a folder matched whole or not)."""
         folder, _, name = relative.rpartition("/")
+        if folder in self.fast:
+            return name in self.fast[folder]
         lines = self.folder_lines.get(folder)
         if lines is None:
             return relative in self.fresh if self.fresh is not None else False
@@ -2613,6 +2721,8 @@ class FileCache:
         """Put the signature line of a file the writer wrote in its folder's lines."""
         folder, _, name = relative.rpartition("/")
         lines = self.folder_lines.get(folder)
+        if folder in self.fast:
+            return  # its signature follows the files written (`_git_signature`)
         if lines is None:
             self.lines[relative] = line
             return
@@ -2676,21 +2786,130 @@ class FileCache:
             counts[folder] = counts.get(folder, 0) + 1
             if folder not in self.folder_lines:
                 grouped.setdefault(folder, []).append(self.lines.get(relative, ""))
-        folders: Dict[str, Optional[str]] = {}
+        folders: Dict[str, Any] = {}
         for folder, count in counts.items():
             lines = self.folder_lines.get(folder) or grouped.get(folder, [])
-            folders[folder] = (_folder_signature(sorted(lines))
+            folders[folder] = (self._git_signature(folder) if folder in self.fast
+                               else _folder_signature(sorted(lines))
                                if len(lines) == count and "" not in lines else None)
         return folders
 
+    def _git_signature(self, folder: str) -> Any:
+        """The signature of a folder matched on Git's word, where no file was stat'ed: the
+        one it matched, behind by the lines of the files written there (`_signature_matches`):
+        each written file's line added, and the line it replaced, if it was in the signature
+        the folder matched, removed. None when that is too far behind to be kept."""
+        old = self.dirs[folder]
+        base, removed, added = (old, [], []) if type(old) is str else (
+            old[0], list(old[1]), list(old[2]))
+        added_by = {line.partition("/")[0]: line for line in added}
+        for relative, line in self.written_lines.items():
+            parent, _, name = relative.rpartition("/")
+            if parent != folder:
+                continue
+            if name not in added_by and name in self.fast[folder]:
+                before = self.lines.get(relative) or self._raw_line(relative)
+                if before is None:
+                    return None
+                removed.append(before)
+            added_by[name] = line
+        if len(removed) + len(added_by) > CACHE_MAX_DELTA:
+            return None
+        return [base, sorted(removed), sorted(added_by.values())] if added_by else old
+
+    def _raw_line(self, relative: str) -> Optional[str]:
+        """The signature line of the entry the cache holds for `relative` (the last one
+        counts), found in the entries lines without decoding them."""
+        name = relative.rpartition("/")[2]
+        if self._raw is None:
+            record = self._entries.get(relative)
+            return _record_line(name, record) if type(record) is list and len(record) == 5 \
+                else None
+        key = json.dumps(relative).encode("ascii") + b":["
+        for chunk in reversed(self._raw):
+            at = chunk.rfind(key)
+            if at >= 0:  # a key: first in its line or after a comma (never inside a string)
+                found = _RAW_STAT.match(chunk, at + len(key))
+                if found is None or chunk[at - 1:at] not in (b"", b","):
+                    return None
+                return "/".join([name, *(number.decode("ascii") for number in found.groups())])
+        return None
+
+    def _git_record(self, folders: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """What the next writer may take on Git's word (see `_git_match`), or None.
+
+        Vouching: while the identity of Git's index stays the one this writer started with,
+        an entry it keeps, of a file Git tracks at stage 0 without an assume-unchanged or
+        skip-worktree bit (`ls-files -v`: tag H), that `diff-files` (started under the lock,
+        after every entry was kept or before the file was stat'ed) did not report, whose
+        mtime and ctime are at least 1 s older than the index file's (not racy for Git, which
+        would compare its content through filters), is vouched for. Argument: the file was
+        unchanged since its ctime, over 1 s before the index was written, so the index entry
+        was made from it and its stat, or Git would have reported it; Git compares whole
+        seconds; any later change of the file gives it a ctime in a later second than that
+        entry's; so while that index stands, "not reported" means "not changed since this
+        writer stat'ed it". Every other entry is listed under `check`, with its line: the
+        next writer stats it. The folders recorded are those matched whole (their names were
+        exactly their entries), with how many entries they hold now."""
+        if self.git_index is None or not self._git_clean():
+            return None
+        assert self.reported is not None
+        current = dict(self.written_lines)
+        if self.git is not None:  # vouched under this very index: carried forward
+            wanted = {*self.git["check"], *self.reported, *self.refreshed, *current}
+        else:
+            # Asked only now: most writers that vouch afresh write no cache (`start`).
+            listing, _error = git_output(self.workspace, _GIT_TRACKED)
+            if listing is None or listing.count(b"\0") != listing.count(b"\0H ") + \
+                    listing.startswith(b"H "):
+                return None  # a bit or stage other than H: nothing vouched under this index
+            tracked = set(split_nul(listing[2:].replace(b"\0H ", b"\0")))
+            racy = self.git_index[2] - 1_000_000_000
+            wanted = {*self.reported, *self.refreshed, *current}
+            for relative, line in self._lines():
+                _name, _size, mtime, ctime, _ino = line.split("/")
+                if relative not in tracked or int(mtime) >= racy or int(ctime) >= racy:
+                    wanted.add(relative)
+        check: Dict[str, str] = {}
+        lines = dict(self._lines(wanted))
+        for relative in wanted:
+            found = current.get(relative) or lines.get(relative)
+            if found is not None:  # else not an entry now: nothing to check
+                check[relative] = found
+        if len(check) > CACHE_GIT_CHECKS or git_index_identity(self.workspace) != self.git_index:
+            return None
+        written: Dict[str, Set[str]] = {}
+        for relative in current:
+            folder, _, name = relative.rpartition("/")
+            written.setdefault(folder, set()).add(name)
+        dirs = {folder: len(self.fast[folder] | written.get(folder, set()))
+                if folder in self.fast else len(self.folder_lines[folder])
+                for folder, signature in folders.items()
+                if signature is not None and (folder in self.fast or folder in self.folder_lines)}
+        return {"index": self.git_index, "dirs": dirs, "check": check}
+
+    def _lines(self, only: Optional[Set[str]] = None) -> Iterator[Tuple[str, str]]:
+        """(path, signature line) of the entries this writer stat'ed or took from a folder
+        matched by its signature (all of them, or those in `only`)."""
+        for relative, line in self.lines.items():
+            if only is None or relative in only:
+                yield relative, line
+        for folder, lines in self.folder_lines.items():
+            prefix = f"{folder}/"
+            for line in lines:
+                relative = prefix + line.partition("/")[0]
+                if only is None or relative in only:
+                    yield relative, line
+
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
-              folders: Dict[str, Optional[str]], spans: List[List[int]], files: int,
+              folders: Dict[str, Any], spans: List[List[int]], files: int,
               check: int) -> bytes:
         return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
                            "stamp": stamp, "summary": summary, "entries": self.total,
                            "stale": self.stale, "spans": spans, "filesBytes": files,
-                           "filesCrc32": check, "dirs": folders},
+                           "filesCrc32": check, "dirs": folders,
+                           "git": self._git_record(folders), "gitMatched": self.git_matched},
                           separators=(",", ":")).encode("ascii") + b"\n"
 
     def _append(self, stamp: int, summary: Dict[str, Any]) -> bool:
@@ -2702,7 +2921,9 @@ class FileCache:
         folders = dict(self.dirs)
         for folder in {relative.rpartition("/")[0] for relative in self.appended}:
             lines = self.folder_lines.get(folder)
-            if lines is None:  # a folder walked entry by entry, or created by the writer
+            if folder in self.fast:
+                folders[folder] = self._git_signature(folder)
+            elif lines is None:  # a folder walked entry by entry, or created by the writer
                 lines = [line for relative, line in self.lines.items()
                          if relative.rpartition("/")[0] == folder]
                 folders[folder] = None if len(lines) != sum(
@@ -2777,10 +2998,33 @@ def _folder_signature(lines: List[str]) -> str:
 
 def _signature_line(name: str, info: os.stat_result) -> str:
     """A file's line in its folder's signature: its name (no `/` in it) and what an entry is
-    validated by, with the mode (a regular file's), so that lines joined by `/` say the same
-    as the entries only when every file of the folder matches its entry."""
-    return (f"{name}/{info.st_mode}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/"
-            f"{info.st_ino}")
+    validated by, so that lines joined by `/` say the same as the entries only when every
+    file of the folder matches its entry. No mode: an inode keeps its type, and the same
+    inode with the same ctime is the inode the entry's writer found, a regular file. (So a
+    line is also what an entry records: `_record_line`.)"""
+    return f"{name}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/{info.st_ino}"
+
+
+def _record_line(name: str, record: List[Any]) -> str:
+    return f"{name}/{record[0]}/{record[1]}/{record[2]}/{record[3]}"
+
+
+def _signature_matches(lines: List[str], wanted: Any) -> bool:
+    """Whether a folder's sorted lines give its signature: the SHA-256 of a `str`, or a
+    `[signature, removed, added]` a writer on Git's word left (`FileCache._git_signature`):
+    the lines it added taken out and those it removed put back give the signature."""
+    if type(wanted) is str:
+        return _folder_signature(lines) == wanted
+    base, removed, added = wanted
+    lines = list(lines)
+    for line in added:
+        at = bisect.bisect_left(lines, line)
+        if lines[at:at + 1] != [line]:
+            return False
+        del lines[at]
+    for line in removed:
+        bisect.insort(lines, line)
+    return bool(_folder_signature(lines) == base)
 
 
 def _read_cache(path: Path, size: int) -> Tuple[
@@ -2901,6 +3145,43 @@ def cache_ignored(workspace: Path) -> bool:
 
 
 _CACHE_TRACKING = ("ls-files", "-z", "--cached", "--", CACHE_PATH)
+# Git asked so that no configuration can relax its answer: no fsmonitor, every stat field
+# compared (ctime included), no entry assumed unchanged by core.ignoreStat; paths relative to
+# the workspace, the vault's taken literally. (`FileCache._git_match`.)
+_GIT_STRICT = ("--no-optional-locks", "-c", "core.fsmonitor=false", "-c", "core.checkStat=default",
+               "-c", "core.trustctime=true", "-c", "core.ignoreStat=false",
+               "-c", "core.preloadIndex=true")
+_GIT_CHANGES = (*_GIT_STRICT, "diff-files", "--name-only", "-z", "--relative", "--",
+                f":(literal){VAULT_DIR}")
+_GIT_TRACKED = (*_GIT_STRICT, "ls-files", "-v", "-z", "--", f":(literal){VAULT_DIR}")
+# Git's environment variables that cannot change what `diff-files` and `ls-files` say (any
+# other, such as GIT_DIR, GIT_INDEX_FILE, GIT_CONFIG_COUNT or GIT_LITERAL_PATHSPECS, might).
+_GIT_HARMLESS = frozenset((
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY"))
+# An entry's stat, right after its key in the entries line (`FileCache._raw_line`).
+_RAW_STAT = re.compile(rb"(\d+),(\d+),(\d+),(\d+),")
+
+
+def git_index_identity(workspace: Path) -> Optional[List[int]]:
+    """[inode, size, mtime_ns, ctime_ns] of the index Git uses in the workspace, or None
+    when that cannot be told for sure: Git told by the environment to look elsewhere or to
+    read pathspecs otherwise, or the workspace not the top of its own repository (a linked
+    work tree, a submodule, a folder of a repository), or Windows (no change time)."""
+    if os.name == "nt" or any(name.startswith("GIT_") and name not in _GIT_HARMLESS
+                              for name in os.environ):
+        return None
+    try:
+        if not stat.S_ISDIR(os.lstat(workspace / ".git").st_mode):
+            return None
+        info = os.lstat(workspace / ".git" / "index")
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
 def cache_tracking_problem(workspace: Path, started: Optional[Tuple[
@@ -2946,18 +3227,40 @@ def cache_header_problem(value: object) -> Optional[str]:
     folders = value.get("dirs")
     spans = value.get("spans")
     if not (all(_is_int(value.get(key))
-                for key in ("stamp", "entries", "stale", "filesBytes", "filesCrc32"))
+                for key in ("stamp", "entries", "stale", "filesBytes", "filesCrc32", "gitMatched"))
             # No writer leaves more than CACHE_MAX_SPANS: a head naming millions is not read.
             and type(spans) is list and len(spans) <= CACHE_MAX_SPANS and all(
                 type(span) is list and len(span) == 2 and all(
                     _is_int(number) and number >= 0 for number in span) for span in spans)
             and type(folders) is dict
-            and all(signature is None or type(signature) is str
+            and all(signature is None or type(signature) is str or _signature_delta(signature)
                     for signature in folders.values())):
         return "its fields are not those of a cache"
+    if not (value.get("git") is None or _git_record_valid(value["git"])):
+        return "its Git record is malformed"
     if not (value.get("summary") is None or summary_valid(value["summary"])):
         return "its summary is malformed"
     return None
+
+
+def _signature_delta(value: object) -> bool:
+    """Whether a folder's signature is `[signature, removed lines, added lines]`."""
+    return (type(value) is list and len(value) == 3 and type(value[0]) is str
+            and _texts(value[1]) and _texts(value[2])
+            and len(value[1]) + len(value[2]) <= CACHE_MAX_DELTA)
+
+
+def _ints(value: object, count: int) -> bool:
+    return type(value) is list and len(value) == count and all(map(_is_int, value))
+
+
+def _git_record_valid(value: object) -> bool:
+    """Whether a head's `git` record has the shape `FileCache._git_record` gives."""
+    return (type(value) is dict and tuple(value) == ("index", "dirs", "check")
+            and _ints(value["index"], 4) and type(value["dirs"]) is dict
+            and all(_is_int(count) and count >= 0 for count in value["dirs"].values())
+            and type(value["check"]) is dict and len(value["check"]) <= CACHE_GIT_CHECKS
+            and all(type(line) is str for line in value["check"].values()))
 
 
 _SUMMARY_KEYS = ("pages", "daily", "index", "error", "names", "deprecated", "invalid", "conflicts",

@@ -213,6 +213,29 @@ def _folder_not_text(repo: Path) -> None:
     write_cache_record(repo, record)
 
 
+def _folder_delta_malformed(repo: Path) -> None:
+    """A folder's signature as a writer on Git's word leaves it, with a line not text."""
+    record = cache_record(repo)
+    record["dirs"]["EchoesVault/pages"] = [record["dirs"]["EchoesVault/pages"], [], [5]]
+    write_cache_record(repo, record)
+
+
+def _git_record_malformed(repo: Path) -> None:
+    """A Git record whose folder counts are not numbers."""
+    record = cache_record(repo)
+    record["git"] = {"index": [1, 2, 3, 4], "dirs": {"EchoesVault/pages": "all"}, "check": {}}
+    write_cache_record(repo, record)
+
+
+def _git_checks_too_many(repo: Path) -> None:
+    """A Git record naming more files to stat than a writer ever leaves."""
+    record = cache_record(repo)
+    record["git"] = {"index": [1, 2, 3, 4], "dirs": {}, "check": {
+        f"EchoesVault/pages/p{number}.md": "p/1/2/3/4"
+        for number in range(engine.CACHE_GIT_CHECKS + 1)}}
+    write_cache_record(repo, record)
+
+
 def _deep(repo: Path) -> None:
     (repo / CACHE).write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
 
@@ -258,6 +281,10 @@ CORRUPTIONS: Dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "entries lines overlapping": (_spans_overlap, "not JSON", True),
     "more entries lines than a writer leaves": (_spans_too_many, "not those of a cache", True),
     "folder signature not text": (_folder_not_text, "not those of a cache", True),
+    "folder signature delta malformed": (_folder_delta_malformed, "not those of a cache", True),
+    "Git record malformed": (_git_record_malformed, "Git record is malformed", True),
+    "Git record checking too many files": (_git_checks_too_many, "Git record is malformed",
+                                           True),
     "tracked by Git": (_tracked, "tracked by Git", False),
     "symlink": (_symlink, "symbolic link", False),
     "directory": (_directory, "must be a regular file", False),
