@@ -699,15 +699,19 @@ class _PageWorker:
         self.reaped = True
         self.progress[0] = _NEVER
         try:
-            self._digest()  # pages may come after daily files
-            # Its last word, once every row is written; then its rows are what they will
-            # be, and its exit is waited for after they are decoded.
-            done = os.read(self.pipe, len(_DONE)) == _DONE
-        finally:
-            os.close(self.pipe)
-        try:
+            try:
+                self._digest()  # pages may come after daily files
+                # Its last word, once every row is written; then its rows are what they
+                # will be, and its exit is waited for after they are decoded.
+                done = os.read(self.pipe, len(_DONE)) == _DONE
+            finally:
+                os.close(self.pipe)
             if done:
                 self._drain(final=True)
+        except BaseException:  # interrupted: the worker is not waited for, it is ended
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+            raise
         finally:
             os.close(self.file)
             with contextlib.suppress(ChildProcessError):  # reaped by someone else
@@ -801,14 +805,14 @@ class Beside:
     def result(self) -> Any:
         """The value: the child's once it ended well, else computed now."""
         if self.pid:
+            status = self._reap()  # interrupted, the child is still this one's: `stop` ends it
             try:
-                status = self._reap()
                 if status == 0:
                     data = b"".join(_chunks(self.file))
                     with contextlib.suppress(EOFError, ValueError, TypeError):
                         return marshal.loads(data)
             finally:
-                os.close(self.file)
+                self._close()
         return self.compute()
 
     def stop(self) -> None:
@@ -817,14 +821,20 @@ class Beside:
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
             self._reap()
-            os.close(self.file)
+        self._close()
 
     def _reap(self) -> int:
-        pid, self.pid = self.pid, 0
         try:
-            return os.waitpid(pid, 0)[1]
+            status = os.waitpid(self.pid, 0)[1]
         except ChildProcessError:  # reaped by someone else: whether it ended well is unknown
-            return -1
+            status = -1
+        self.pid = 0  # only once it is collected
+        return status
+
+    def _close(self) -> None:
+        if self.file >= 0:
+            os.close(self.file)
+            self.file = -1
 
 
 def _chunks(file: int) -> Iterator[bytes]:

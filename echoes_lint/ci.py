@@ -383,9 +383,9 @@ def _run(options: argparse.Namespace) -> int:
                             ignore=split_codes(options.ignore), guard=True,
                             scanned=lambda scan: beside.append(Beside(lambda: status_report(scan))))
         keep(result)
-        report = beside.pop().result() if beside else status_report(result.scan)
+        report = beside[0].result() if beside else status_report(result.scan)
     finally:
-        for child in beside:  # the check failed: its report is not wanted
+        for child in beside:  # collected already, or the check failed: its report is not wanted
             child.stop()
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
     notes = local_notes(result.scan, report, result.prefix)

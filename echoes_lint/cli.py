@@ -126,8 +126,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         finally:
             gitindex.discard()
     if command in _GATES:  # the whole-vault gates: the repository root, asked now
-        _start_toplevel(args, command, rest)
         try:
+            _start_toplevel(args, command, rest)
             return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
         finally:
             _discard_toplevel()
@@ -164,10 +164,16 @@ _listings: dict[str, list[subprocess.Popen[bytes]]] = {}
 
 
 def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
-    if any(arg.startswith("--workspace") for arg in args):
-        return  # the folder is the option's: the check asks git there itself
+    # The folder checked: the one --workspace names (as the Action passes it), else this one.
+    # A guess that misses (an abbreviated option, one inside --args) is only ended, never
+    # taken: a check takes what was started in its own folder.
+    named = [args[at + 1] if arg == "--workspace" else arg.partition("=")[2]
+             for at, arg in enumerate(args[:-1] if args[-1:] == ["--workspace"] else args)
+             if arg == "--workspace" or arg.startswith("--workspace=")]
+    if len(named) > 1:
+        return
     try:
-        folder = os.getcwd()
+        folder = os.path.abspath(named[0]) if named else os.getcwd()
         key = os.path.realpath(folder)
         _toplevels[key] = _git(folder, _TOPLEVEL)
         if _whole_vault(command, rest):
@@ -186,11 +192,11 @@ def _git(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
 
 def _whole_vault(command: str, args: list[str]) -> bool:
     """Whether the gate will most likely scan the whole vault: `ci` does, and `check` without
-    --staged or a word that names a file or folder (or a glob) does. A guess that fails costs
+    a word that names a file or folder (or a glob) does (`check --staged` never gets here). A guess that fails costs
     a little of Git's time on the other CPU: the listings are ended when the check ends."""
     return command == "ci" or not any(
-        arg == "--staged" or (not arg.startswith("-") and (
-            os.path.lexists(arg) or any(char in arg for char in "*?["))) for arg in args)
+        not arg.startswith("-") and (os.path.lexists(arg) or any(char in arg for char in "*?["))
+        for arg in args)
 
 
 def listings(folder: str) -> Optional[list[tuple[Optional[subprocess.Popen[bytes]],

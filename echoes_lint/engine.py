@@ -1771,15 +1771,16 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
         git_facts.append(facts)
 
     worker = threading.Thread(target=ask_git)
-    if git:
-        worker.start()
     try:
+        if git:
+            worker.start()
         scan.durable = durable = _scan_files(scan, workspace, cache)
     except BaseException:
         # An in-process caller (`fix`, a test) lives on: Git's thread and the check-ignore it
         # started are collected now, not at the interpreter's exit.
         if git:
-            worker.join()
+            with contextlib.suppress(RuntimeError):  # (interrupted before it started)
+                worker.join()
             for process, _cause in ignoring:
                 if process is not None:
                     with process:

@@ -96,6 +96,26 @@ def test_stop_ends_and_collects_the_child(fork: None) -> None:
     beside.stop()  # once is enough
 
 
+def test_a_wait_interrupted_leaves_the_child_for_stop_to_end(
+        fork: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while `ci` waits for the report: the child is still this one's to end."""
+    beside = checker.Beside(lambda: time.sleep(60))
+    pid = beside.pid
+    assert pid
+    wait = os.waitpid
+
+    def interrupted(*args: Any) -> tuple[int, int]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "waitpid", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        beside.result()
+    monkeypatch.setattr(os, "waitpid", wait)
+    assert not _gone(pid)
+    beside.stop()
+    assert _gone(pid) and beside.file == -1
+
+
 def test_without_fork_the_value_is_computed_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checker, "_can_fork", lambda: False)
     compute, calls = _counting(lambda: _VALUE)

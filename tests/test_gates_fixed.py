@@ -283,8 +283,14 @@ def test_a_whole_vault_gate_takes_the_listings_started_before_it_loaded(
     early = capsys.readouterr().out
     assert len(listings.started) == 4 and listings.collected()  # rev-parse and the listings
     assert [[process for process, _cause in listings.given[0]]] == [listings.started[1:]]
-    assert cli.main([*command, f"--workspace={repo}"]) == status  # nothing started early
-    assert listings.given[1] is None and capsys.readouterr().out == early  # the same report
+    # As the Action runs it: started in the folder --workspace names, and taken there.
+    assert cli.main([*command, f"--workspace={repo}"]) == status
+    assert len(listings.started) == 8 and listings.collected()
+    assert [process for process, _cause in listings.given[1]] == listings.started[5:]
+    assert capsys.readouterr().out == early  # the same report
+    assert cli.main([*command, "--workspace", str(repo), f"--workspace={repo}"]) == status
+    assert len(listings.started) == 8 and listings.given[2] is None  # which one: not guessed
+    assert capsys.readouterr().out == early
     assert "EV022" in early and "EV050" in early
 
 
@@ -295,7 +301,9 @@ def test_a_check_of_some_files_starts_no_listing(
     monkeypatch.chdir(repo)
     listings = _Listings(monkeypatch)
     assert cli.main(["check", *arguments]) == 0
-    assert [process.args[1] for process in listings.started] in ([], ["rev-parse"])
+    # `check --staged` is the Git hook's: Git's index, asked by gitindex, and no rev-parse.
+    expected = [] if arguments == ["--staged"] else ["rev-parse"]
+    assert [process.args[1] for process in listings.started] == expected
     assert listings.collected() and listings.given == []  # Git's index, not the scan's
 
 

@@ -243,6 +243,26 @@ def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
     assert not taken
 
 
+def test_a_finish_interrupted_ends_and_collects_the_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the walk waits for the worker's last word: the worker is ended and
+    collected before the interrupt goes on, not left to init."""
+    worker = checker._PageWorker.start(_vault(tmp_path))
+    assert worker is not None
+    read = os.read
+
+    def interrupted(fd: int, size: int) -> bytes:
+        if fd == worker.pipe and size == 1:
+            raise KeyboardInterrupt
+        return read(fd, size)
+
+    monkeypatch.setattr(os, "read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        worker.finish()
+    monkeypatch.setattr(os, "read", read)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(worker.pid, os.WNOHANG)  # collected already
+
 
 def _frame(kind: str, rows: list[Any]) -> bytes:
     data = marshal.dumps((kind, rows))
