@@ -192,8 +192,9 @@ def _git(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
 
 def _whole_vault(command: str, args: list[str]) -> bool:
     """Whether the gate will most likely scan the whole vault: `ci` does, and `check` without
-    a word that names a file or folder (or a glob) does (`check --staged` never gets here). A guess that fails costs
-    a little of Git's time on the other CPU: the listings are ended when the check ends."""
+    a word that names a file or folder (or a glob) does (`check --staged` never gets here).
+    A guess that fails costs a little of Git's time on the other CPU: the listings are ended
+    when the check ends."""
     return command == "ci" or not any(
         not arg.startswith("-") and (os.path.lexists(arg) or any(char in arg for char in "*?["))
         for arg in args)
