@@ -2278,6 +2278,7 @@ class FileCache:
         self.git: Optional[Dict[str, Any]] = None
         self.git_matched = 0  # files matched on Git's word, without a stat
         self.fast: Dict[str, Set[str]] = {}  # folders matched so: the names listed there
+        self.fast_names: List[str] = []  # the last one's, as listed
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
         self.to_check: Optional[Dict[str, List[str]]] = None
@@ -2492,7 +2493,7 @@ class FileCache:
         if not wanted or os.scandir not in os.supports_fd:
             return False
         if self.git is not None and self._git_match(relative_dir, directory, wanted):
-            self._matched(scan, relative_dir, list(self.fast[relative_dir]), None)
+            self._matched(scan, relative_dir, self.fast_names, None)
             return True
         try:  # listed through a descriptor: each stat then resolves one name, not a path
             descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
@@ -2544,6 +2545,16 @@ class FileCache:
             self.git_index = self.git = None
         return self.reported is not None
 
+    def end_git(self) -> None:
+        """End and collect the `diff-files` started under the lock that no folder or record
+        asked for (nothing matched on Git's word, nothing saved, or the body failed): no git
+        outlives the command, stat'ing the vault."""
+        started, self.git_changes = self.git_changes, None
+        if started is not None and started[0] is not None:
+            with started[0] as process:
+                process.kill()
+                process.communicate()
+
     def _git_match(self, relative_dir: str, directory: str, wanted: Any) -> bool:
         """Whether a folder matches its entries on Git's word, with no stat of its files.
 
@@ -2565,7 +2576,8 @@ class FileCache:
         except OSError:
             return False
         try:
-            names = set(os.listdir(descriptor))
+            listed = os.listdir(descriptor)  # in the folder's order: no hash seed in it
+            names = set(listed)
         except OSError:
             return False
         finally:
@@ -2589,7 +2601,7 @@ class FileCache:
                 return False
             lines[relative] = line
         self.lines.update(lines)
-        self.fast[relative_dir] = names
+        self.fast[relative_dir], self.fast_names = names, listed
         self.git_matched += len(names) - len(lines)
         return True
 
@@ -2865,7 +2877,10 @@ class FileCache:
                     listing.startswith(b"H "):
                 return None  # a bit or stage other than H: nothing vouched under this index
             tracked = set(split_nul(listing[2:].replace(b"\0H ", b"\0")))
-            racy = self.git_index[2] - 1_000_000_000
+            # A second before the index file's mtime, and before the lock: an index whose
+            # mtime is in the future (a clock stepped back, an index restored with its times)
+            # must not vouch for a file changed in the last second.
+            racy = min(self.git_index[2], self.fresh_stamp) - 1_000_000_000
             wanted = {*self.reported, *self.refreshed, *current}
             for relative, line in self._lines():
                 _name, _size, mtime, ctime, _ino = line.split("/")
@@ -2873,7 +2888,7 @@ class FileCache:
                     wanted.add(relative)
         check: Dict[str, str] = {}
         lines = dict(self._lines(wanted))
-        for relative in wanted:
+        for relative in sorted(wanted):  # the head's bytes follow the files, not a hash seed
             found = current.get(relative) or lines.get(relative)
             if found is not None:  # else not an entry now: nothing to check
                 check[relative] = found
@@ -2964,10 +2979,12 @@ class FileCache:
     def _write(self, stamp: int, summary: Optional[Dict[str, Any]]) -> None:
         # The walk and the old entries are no longer needed: free them before the JSON text
         # and its bytes, the peak of a writer's memory at 100,000 pages.
-        self.walked, self.entries = None, {}
         assert self.fresh is not None
-        self.total, self.stale = len(self.fresh), 0
+        # Before the entries go: a folder matched on Git's word finds the line a written file
+        # replaced in them (`_git_signature`).
         folders = self._folders()
+        self.walked, self.entries = None, {}
+        self.total, self.stale = len(self.fresh), 0
         # The entries are encoded a slice at a time into one buffer: the whole JSON text and
         # its bytes never exist side by side.
         data = bytearray()
@@ -5811,8 +5828,11 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
         rebuild = install or cache == "rebuild"
         ctx.cache = open_cache(ctx.workspace, writer=cache != "read", rebuild=rebuild)
         ctx.cache.keep_migratable = install
-        yield changes
-        ctx.cache.save(changes)
+        try:
+            yield changes
+            ctx.cache.save(changes)
+        finally:
+            ctx.cache.end_git()
 
 
 def plan_runtime(changes: ChangeSet, missing_only: bool) -> bool:

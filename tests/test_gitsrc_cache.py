@@ -254,3 +254,71 @@ def test_outputs_with_the_cache_equal_outputs_without_it_whatever_git_does(
                      which)
             read_only_agree(repo)
         read_only_agree(repo, card=True)
+
+
+def test_an_index_from_the_future_vouches_for_no_page_changed_in_the_last_second(
+        repo: Path, tmp_path: Path) -> None:
+    """An index file whose mtime is ahead (a clock stepped back, an index restored with its
+    times): a page changed in the writer's own second is listed to be stat'ed, not vouched
+    for, so a same-size rewrite in that second is still seen."""
+    path = repo / PAGES / NAMES[0]
+    text = path.read_text(encoding="utf-8")
+    time.sleep(1 - time.time() % 1 + 0.01)  # what follows shares one second
+    path.write_text(text.replace(SUMMARIES[0], "Xxxxx summary."), encoding="utf-8")
+    ok(runtime(repo, "rebuild-index"))  # the cache describes the page as it is now
+    git(repo, "add", str(PAGES / NAMES[0]))
+    ahead = time.time() + 3600
+    os.utime(repo / ".git" / "index", (ahead, ahead))
+    record = append(repo, tmp_path / "scratch")["git"]  # vouches under that index
+    assert record is not None and f"{PAGES}/{NAMES[0]}" in record["check"]
+    path.write_text(text.replace(SUMMARIES[0], "Yyyyy summary."), encoding="utf-8")
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+
+
+def test_no_git_outlives_a_writer_that_did_not_ask_it(repo: Path, tmp_path: Path) -> None:
+    """The `diff-files` a writer starts under the lock is ended with the command when nothing
+    asked for its answer (here the index changed, so no folder is matched on Git's word)."""
+    real = shutil.which("git")
+    assert real is not None
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    started = tmp_path / "diff-files.pid"
+    (fake / "git").write_text(
+        "#!/bin/sh\nfor arg; do if [ \"$arg\" = diff-files ]; then\n"
+        f"  echo $$ > '{started}'; exec sleep 60\nfi; done\nexec '{real}' \"$@\"\n",
+        encoding="utf-8")
+    (fake / "git").chmod(0o755)
+    os.utime(repo / ".git" / "index")  # another identity: the record cannot be used
+    started_card = runtime(repo, "start", env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    assert started_card.returncode == 0, started_card.stderr
+    pid = int(started.read_text(encoding="utf-8"))
+    for _attempt in range(100):  # once ended, init collects it after the runtime's exit
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail("the writer's diff-files outlived it")
+
+
+def test_a_whole_rewrite_keeps_a_folder_matched_on_git_s_word(repo: Path,
+                                                               tmp_path: Path) -> None:
+    """A writer on Git's word that replaces a vouched page when the cache takes no more
+    appends (CACHE_MAX_SPANS) writes the whole cache and keeps the folder's signature, with
+    the line the page replaced found in the entries: the next writer still takes the folder
+    on Git's word."""
+    for number in range(80):
+        if len(head(repo)["spans"]) == 64:  # CACHE_MAX_SPANS: the next writer rewrites all
+            break
+        ok(runtime(repo, "append", "--payload", "-", payload={"entry": f"- Fact {number}."}))
+    else:
+        pytest.fail("the appends never filled the cache")
+    ok(runtime(repo, "upsert", "--payload", "-",
+               payload=upsert_payload(repo, NAMES[1], "Other replaced.")))
+    last = head(repo)
+    assert len(last["spans"]) == 1 and last["gitMatched"] >= len(NAMES) - 1
+    assert last["dirs"]["EchoesVault/pages"] is not None
+    assert "EchoesVault/pages" in last["git"]["dirs"]
+    assert append(repo, tmp_path / "scratch")["gitMatched"] >= len(NAMES) - 1
