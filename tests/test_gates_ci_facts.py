@@ -180,7 +180,11 @@ def test_the_gates_take_the_repository_root_git_gave_before_they_loaded(
     assert cli.main(command) == 0
     assert "rev-parse --show-toplevel" not in asked and cli._toplevels == {}
     assert "EchoesVault" in capsys.readouterr().out or command[0] == "check"
-    assert cli.main([*command, f"--workspace={repo}"]) == 0  # the option's folder: asked there
+    # The option's folder (as the Action passes it): started there before the loading too.
+    assert cli.main([*command, f"--workspace={repo}"]) == 0
+    assert "rev-parse --show-toplevel" not in asked and cli._toplevels == {}
+    # Two of them: which one counts is argparse's to say; the check asks git itself.
+    assert cli.main([*command, "--workspace", str(tmp_path), f"--workspace={repo}"]) == 0
     assert asked.count("rev-parse --show-toplevel") == 1
     monkeypatch.chdir(tmp_path)  # no repository here: the option still names one
     assert cli.main(["check", "--workspace", str(repo)]) == 0 and cli._toplevels == {}
