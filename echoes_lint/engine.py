@@ -1582,7 +1582,7 @@ class Scan:
     # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
     durable: Optional[Tuple[str, ...]] = None
     # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as the
-    # cache kept it, and the paths of the pages it covers, which then have no document.
+    # cache kept it, and the file names of the pages it covers, which then have no document.
     summary: Optional[Dict[str, Any]] = None
     summarized: List[str] = dataclasses.field(default_factory=list)
     summarized_daily: List[str] = dataclasses.field(default_factory=list)  # likewise, daily files
@@ -2014,7 +2014,7 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
 def scan_page_names(scan: Scan) -> List[str]:
     """The file name of every page of a scan, with or without its document."""
     return [*(document.name for document in scan.pages),
-            *(path.rsplit("/", 1)[-1] for path in scan.summarized)]
+            *scan.summarized]
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
@@ -2614,22 +2614,29 @@ class FileCache:
         deferred, self.deferred = self.deferred, []
         blocks, self.blocks = self.blocks, []
         summary = self.summary
-        paths: Dict[str, List[str]] = {"page": [], "daily": [], "markdown": []}
-        for relative, kind, _record in deferred:
-            paths[kind].append(relative)
-        for prefix, kind, names in blocks:
-            paths[kind] += [prefix + name for name in names]
+        counts = {"page": 0, "daily": 0, "markdown": 0}  # no path built for a folder matched whole
+        for _relative, kind, _record in deferred:
+            counts[kind] += 1
+        for _prefix, kind, names in blocks:
+            counts[kind] += len(names)
         if (summary is not None and self.state == "valid" and not self.missed
-                and sum(map(len, paths.values())) == self.total
-                and summary["pages"] == len(paths["page"]) == self.deferred_pages
-                and summary["daily"] == len(paths["daily"])):
-            pages = paths["page"]
-            table = page_table(scan, summary, len(pages), lambda: [
+                and sum(counts.values()) == self.total
+                and summary["pages"] == counts["page"] == self.deferred_pages
+                and summary["daily"] == counts["daily"]):
+            def paths(wanted: str) -> List[str]:
+                return [*(relative for relative, kind, _record in deferred if kind == wanted),
+                        *(prefix + name for prefix, kind, names in blocks if kind == wanted
+                          for name in names)]
+            table = page_table(scan, summary, counts["page"], lambda: [
                 self.document(relative, "page", self.fresh.get(relative) if self.fresh
-                              else None) for relative in pages]) if self.writer else None
+                              else None) for relative in paths("page")]) if self.writer else None
             if not self.writer or table is not None:
                 scan.summary, self.summarized, self.table = summary, True, table
-                scan.summarized, scan.summarized_daily = pages, paths["daily"]
+                scan.summarized = [relative.rpartition("/")[2] for relative, kind, _record
+                                   in deferred if kind == "page"]
+                for _prefix, kind, names in blocks:
+                    scan.summarized += names if kind == "page" else ()
+                scan.summarized_daily = paths("daily")
                 return
         # Every deferred entry, a folder matched whole giving its entries as None (`document`).
         items: List[Tuple[str, str, Optional[List[Any]]]] = [*deferred, *(
