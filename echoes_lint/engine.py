@@ -18,7 +18,6 @@ import argparse
 import binascii
 import bisect
 import contextlib
-import dataclasses
 import datetime as _dt
 import errno
 import functools
@@ -190,16 +189,25 @@ def bounded_message(message: str) -> str:
             f"omitted] … {message[-tail:]}")
 
 
-class _ModuleNamespace:
-    """This module's namespace under its name in sys.modules, for a load that does not register
-    the module (`importlib.util.spec_from_file_location` + `exec_module`): dataclasses look the
-    defining module up there while they build a class, and fail when it is absent."""
+class _Record:
+    """What `@dataclasses.dataclass` gave the record classes below: equality field by field and a
+    repr (a class that is never changed adds a hash), without importing `dataclasses` and with it
+    `inspect` (~5 ms of every command's start) or building each class at import."""
 
-    def __init__(self, namespace: Dict[str, Any]) -> None:
-        self.__dict__ = namespace
+    __slots__ = ()
+    _FIELDS: Tuple[str, ...] = ()
 
+    def _values(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
 
-sys.modules.setdefault(__name__, _ModuleNamespace(globals()))  # type: ignore[arg-type]
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__qualname__}({fields})"
 
 
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
@@ -232,18 +240,20 @@ def printable(text: str, keep: str = "") -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Problem:
+class Problem(_Record):
     """A located validation problem. `kind` is stable and machine-readable (the linter maps it to
-    a rule code); `line` and `col` are 1-based positions in the file."""
+    a rule code); `line` and `col` are 1-based positions in the file. `fix` is what to write
+    instead, when the fix is certain (a miswritten required key). Never changed once made."""
 
-    kind: str
-    message: str
-    line: int = 1
-    col: int = 1
-    key: Optional[str] = None
-    # What to write instead, when the fix is certain (a miswritten required key).
-    fix: Optional[str] = None
+    __slots__ = _FIELDS = ("kind", "message", "line", "col", "key", "fix")
+
+    def __init__(self, kind: str, message: str, line: int = 1, col: int = 1,
+                 key: Optional[str] = None, fix: Optional[str] = None) -> None:
+        self.kind, self.message, self.line, self.col, self.key, self.fix = (
+            kind, message, line, col, key, fix)
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
 def decode_text(data: bytes) -> Tuple[Optional[str], Optional[Problem]]:
@@ -330,14 +340,17 @@ def has_protocol_conflict(markers: Sequence[Tuple[int, str]]) -> bool:
     return any(kind != "|" for _line, kind in markers)
 
 
-@dataclasses.dataclass(frozen=True)
-class ConflictBlock:
+class ConflictBlock(_Record):
     """One `<<<<<<<` ... `>>>>>>>` region; fields are 1-based line numbers or None if absent."""
 
-    start: Optional[int]
-    base: Optional[int]
-    separator: Optional[int]
-    end: Optional[int]
+    __slots__ = _FIELDS = ("start", "base", "separator", "end")
+
+    def __init__(self, start: Optional[int], base: Optional[int], separator: Optional[int],
+                 end: Optional[int]) -> None:
+        self.start, self.base, self.separator, self.end = start, base, separator, end
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     @property
     def first_line(self) -> int:
@@ -555,8 +568,7 @@ class Field(NamedTuple):
     raw: str
 
 
-@dataclasses.dataclass
-class PageMeta:
+class PageMeta(_Record):
     """A parsed page. `problems` is empty exactly when engines accept the page; then `type`,
     `status` (case-folded) and `summary` (whitespace-collapsed) are set. `notes` are the located
     facts that engines accept but other tools may misread: the linter reports them.
@@ -564,15 +576,17 @@ class PageMeta:
     Line numbers count newline characters, as editors do; `close_index` is the closing `---`
     among the lines engines split the trimmed page into (`str.splitlines`)."""
 
-    fields: Dict[str, Field]
-    problems: Tuple[Problem, ...]
-    open_line: int
-    close_line: Optional[int]
-    type: Optional[str] = None
-    status: Optional[str] = None
-    summary: Optional[str] = None
-    notes: Tuple[Problem, ...] = ()
-    close_index: Optional[int] = None
+    _FIELDS = ("fields", "problems", "open_line", "close_line", "type", "status", "summary",
+               "notes", "close_index")
+
+    def __init__(self, fields: Dict[str, Field], problems: Tuple[Problem, ...], open_line: int,
+                 close_line: Optional[int], type: Optional[str] = None,
+                 status: Optional[str] = None, summary: Optional[str] = None,
+                 notes: Tuple[Problem, ...] = (), close_index: Optional[int] = None) -> None:
+        self.fields, self.problems, self.open_line, self.close_line = (
+            fields, problems, open_line, close_line)
+        self.type, self.status, self.summary, self.notes, self.close_index = (
+            type, status, summary, notes, close_index)
 
     @property
     def valid(self) -> bool:
@@ -755,7 +769,7 @@ def _plain_page(trimmed: str) -> Optional[PageMeta]:
     if error is not None:
         return None
     # A vault has a few types and statuses: one string each, not one per page. Positional
-    # arguments: a dataclass takes them faster than keywords, once per page of a scan.
+    # arguments: `__init__` takes them faster than keywords, once per page of a scan.
     return PageMeta(fields, (), 1, closing + 1, sys.intern(kind), sys.intern(status.casefold()),
                     value, (), closing)
 
@@ -1394,17 +1408,18 @@ def is_durable_path(path: str) -> bool:
     return path in DURABLE_PROTOCOL_FILES
 
 
-@dataclasses.dataclass
-class GitFacts:
-    """What Git knows about the workspace, from a handful of batched `-z` calls."""
+class GitFacts(_Record):
+    """What Git knows about the workspace, from a handful of batched `-z` calls. `error` is Git's
+    own message when a call failed (the gates refuse to pass then; `status` only reports
+    `available`)."""
 
-    available: bool = False
-    tracked: Tuple[str, ...] = ()
-    untracked: Tuple[str, ...] = ()
-    ignored: Tuple[str, ...] = ()
-    error: Optional[str] = None
-    """Git's own message when a call failed (the gates refuse to pass then; `status` only
-    reports `available`)."""
+    _FIELDS = ("available", "tracked", "untracked", "ignored", "error")
+
+    def __init__(self, available: bool = False, tracked: Tuple[str, ...] = (),
+                 untracked: Tuple[str, ...] = (), ignored: Tuple[str, ...] = (),
+                 error: Optional[str] = None) -> None:
+        self.available, self.tracked, self.untracked, self.ignored, self.error = (
+            available, tracked, untracked, ignored, error)
 
 
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
@@ -1507,16 +1522,16 @@ def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> D
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class Document:
+class Document(_Record):
     """A vault Markdown file read once: its text (or why it could not be read) and markers.
     `meta` is set for knowledge pages only."""
 
-    path: str
-    text: Optional[str]
-    problem: Optional[Problem]
-    markers: List[Tuple[int, str]]
-    meta: Optional[PageMeta] = None
+    _FIELDS = ("path", "text", "problem", "markers", "meta")
+
+    def __init__(self, path: str, text: Optional[str], problem: Optional[Problem],
+                 markers: List[Tuple[int, str]], meta: Optional[PageMeta] = None) -> None:
+        self.path, self.text, self.problem, self.markers, self.meta = (
+            path, text, problem, markers, meta)
 
     @property
     def name(self) -> str:
@@ -1552,41 +1567,48 @@ if sys.version_info < (3, 11):
     del _FIRST_DOCUMENT
 
 
-@dataclasses.dataclass
 class Scan:
     """Everything read-only work needs, gathered once. Paths are workspace-relative POSIX."""
 
-    workspace: Path
-    marker_exists: bool = False
-    marker_value: Any = None
-    marker_error: Optional[str] = None
-    pages: List[Document] = dataclasses.field(default_factory=list)
-    daily: List[Document] = dataclasses.field(default_factory=list)
-    other_markdown: List[Document] = dataclasses.field(default_factory=list)
-    index_text: Optional[str] = None
-    files: Dict[str, Tuple[int, float]] = dataclasses.field(default_factory=dict)
-    page_dir_strays: List[str] = dataclasses.field(default_factory=list)
-    directories: Dict[str, bool] = dataclasses.field(default_factory=dict)
-    symlinks: List[str] = dataclasses.field(default_factory=list)
-    unreadable: List[str] = dataclasses.field(default_factory=list)
-    special: List[str] = dataclasses.field(default_factory=list)
-    """FIFOs, sockets and devices where files belong: never opened (a FIFO would block)."""
-    state_raw: Any = None
-    state_exists: bool = False
-    state_error: Optional[str] = None
-    runtime_source: Optional[str] = None
-    runtime_problem: Optional[str] = None
-    adapter_texts: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
-    interrupted_write: bool = False
-    git: GitFacts = dataclasses.field(default_factory=GitFacts)
-    # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
-    durable: Optional[Tuple[str, ...]] = None
-    # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as the
-    # cache kept it, and the paths of the pages it covers, which then have no document.
-    summary: Optional[Dict[str, Any]] = None
-    summarized: List[str] = dataclasses.field(default_factory=list)
-    summarized_daily: List[str] = dataclasses.field(default_factory=list)  # likewise, daily files
-    sizes: bool = True  # whether `files` is filled (a writer's walk needs no sizes)
+    def __init__(self, workspace: Path, sizes: bool = True) -> None:
+        self.workspace = workspace
+        self.marker_exists = False
+        self.marker_value: Any = None
+        self.marker_error: Optional[str] = None
+        self.pages: List[Document] = []
+        self.daily: List[Document] = []
+        self.other_markdown: List[Document] = []
+        self.index_text: Optional[str] = None
+        self.files: Dict[str, Tuple[int, float]] = {}
+        self.page_dir_strays: List[str] = []
+        self.directories: Dict[str, bool] = {}
+        self.symlinks: List[str] = []
+        self.unreadable: List[str] = []
+        # FIFOs, sockets and devices where files belong: never opened (a FIFO would block).
+        self.special: List[str] = []
+        self.state_raw: Any = None
+        self.state_exists = False
+        self.state_error: Optional[str] = None
+        self.runtime_source: Optional[str] = None
+        self.runtime_problem: Optional[str] = None
+        self.adapter_texts: Dict[str, Optional[str]] = {}
+        self.interrupted_write = False
+        self.git = GitFacts()
+        # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
+        self.durable: Optional[Tuple[str, ...]] = None
+        # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as
+        # the cache kept it, and the paths of the pages (and daily files) it covers, which then
+        # have no document.
+        self.summary: Optional[Dict[str, Any]] = None
+        self.summarized: List[str] = []
+        self.summarized_daily: List[str] = []
+        self.sizes = sizes  # whether `files` is filled (a writer's walk needs no sizes)
+
+    def copy(self) -> Scan:
+        """A shallow copy (a view that replaces some of its lists)."""
+        view = Scan.__new__(Scan)
+        view.__dict__.update(self.__dict__)
+        return view
 
     @property
     def vault(self) -> Path:
@@ -1794,9 +1816,9 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
             matched, error = git_ignored(ignoring[0], durable)
         if scan.git.available and durable:
             # A failed check-ignore leaves the gates unable to look: they stop on `error`.
-            scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
-                                                                          *matched})),
-                                           error=scan.git.error or error)
+            facts = scan.git
+            scan.git = GitFacts(facts.available, facts.tracked, facts.untracked,
+                                tuple(sorted({*facts.ignored, *matched})), facts.error or error)
     return scan
 
 
@@ -3788,11 +3810,11 @@ def clone_view(scan: Scan) -> Scan:
     files = dict(scan.files)  # copied in C, then the few local paths dropped
     for path in local:
         files.pop(path, None)
-    view = dataclasses.replace(
-        scan, other_markdown=[d for d in scan.other_markdown if d.path not in local],
-        files=files,
-        symlinks=kept(scan.symlinks), unreadable=kept(scan.unreadable),
-        special=kept(scan.special))
+    view = scan.copy()
+    view.other_markdown = [d for d in scan.other_markdown if d.path not in local]
+    view.files = files
+    view.symlinks, view.unreadable = kept(scan.symlinks), kept(scan.unreadable)
+    view.special = kept(scan.special)
     if f"{VAULT_DIR}/{INDEX_FILE}" in local:
         view.index_text = None
     if STATE_PATH in local:
@@ -5186,21 +5208,31 @@ def intent_refusal(reason: str) -> VaultError:
                       f"lock; no knowledge file is touched), run: {DISCARD_COMMAND}")
 
 
-@dataclasses.dataclass(frozen=True)
-class PlannedWrite:
-    path: str  # workspace-relative
-    content: str
-    before: Optional[str]  # SHA-256 of the bytes being replaced; None for a new file
+class PlannedWrite(_Record):
+    """`path` is workspace-relative; `before` the SHA-256 of the bytes being replaced (None for a
+    new file)."""
+
+    __slots__ = _FIELDS = ("path", "content", "before")
+
+    def __init__(self, path: str, content: str, before: Optional[str]) -> None:
+        self.path, self.content, self.before = path, content, before
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
-@dataclasses.dataclass(frozen=True)
-class Intent:
-    operation: str
-    head: Optional[str]  # the commit checked out when the change was recorded
-    request: Optional[str]  # digest of the request, so a retried `append` is not written twice
-    directories: List[str]
-    writes: List[PlannedWrite]
-    derived: List[str] = dataclasses.field(default_factory=list)  # see DERIVED_PATHS
+class Intent(_Record):
+    """`head` is the commit checked out when the change was recorded; `request` the digest of the
+    request, so that a retried `append` is not written twice; `derived` see DERIVED_PATHS."""
+
+    __slots__ = _FIELDS = ("operation", "head", "request", "directories", "writes", "derived")
+
+    def __init__(self, operation: str, head: Optional[str], request: Optional[str],
+                 directories: List[str], writes: List[PlannedWrite],
+                 derived: Optional[List[str]] = None) -> None:
+        self.operation, self.head, self.request = operation, head, request
+        self.directories, self.writes = directories, writes
+        self.derived: List[str] = [] if derived is None else derived
 
     @property
     def files(self) -> List[str]:
@@ -5272,7 +5304,7 @@ class ChangeSet:
             "head": git_head(self.workspace),
             "request": request,
             "directories": self.directories,
-            "writes": [dataclasses.asdict(write) for write in self.writes
+            "writes": [dict(zip(write._FIELDS, write._values())) for write in self.writes
                        if write.path not in DERIVED_PATHS],
             "derived": [write.path for write in self.writes if write.path in DERIVED_PATHS],
         }
