@@ -6292,6 +6292,32 @@ def hand_over(ctx: Context, command: str, argv: Sequence[str], stdin: IO[bytes],
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as protocol errors instead of exiting itself."""
 
+    # argparse makes a formatter to check every argument it adds (and to name the commands), and
+    # a formatter asks shutil for the terminal's width: importing shutil (with zlib, bz2, lzma)
+    # cost every command ~2 ms. Only help and usage, the text that wraps, measure the terminal.
+    _measure = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._measure:
+            return super()._get_formatter()
+        formatter: argparse.HelpFormatter = cast(Any, self.formatter_class)(prog=self.prog,
+                                                                            width=80)
+        return formatter
+
+    def format_usage(self) -> str:
+        self._measure = True
+        try:
+            return super().format_usage()
+        finally:
+            self._measure = False
+
+    def format_help(self) -> str:
+        self._measure = True
+        try:
+            return super().format_help()
+        finally:
+            self._measure = False
+
     def error(self, message: str) -> Any:
         raise VaultError(f"{self.prog}: {message}")
 
