@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import (
     IO,
     Any,
+    AnyStr,
     Callable,
     Dict,
     Iterable,
@@ -210,7 +211,27 @@ class _Record:
         return f"{type(self).__qualname__}({fields})"
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+class _Regex:
+    """A regular expression compiled on its first use: compiling the engine's thirty cost every
+    command ~1.7 ms, and most commands use a few. The first use keeps the compiled pattern's
+    methods on the instance, so that later calls cost what the pattern's own do."""
+
+    def __init__(self, pattern: Any, flags: int) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(*self._source)
+        for method in ("match", "fullmatch", "search", "sub", "subn", "findall", "finditer",
+                       "split"):
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
+def _regex(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
+    return cast("re.Pattern[AnyStr]", _Regex(pattern, flags))
+
+
+_UNPRINTABLE = _regex(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -308,8 +329,9 @@ def sha256_text(text: str) -> str:
 
 # A marker line as protocol engines see it. `|||||||` (diff3 base) is only meaningful inside a
 # block, so it is reported by `conflict_blocks` but does not by itself make a page invalid.
-_MARKER_LINE = re.compile(r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$")
-_MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
+_MARKER_PATTERN = r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$"
+_MARKER_LINE = _regex(_MARKER_PATTERN)
+_MARKER_LINES = _regex(_MARKER_PATTERN, re.MULTILINE)
 
 
 def _may_hold_markers(text: str, base: bool) -> bool:
@@ -447,8 +469,8 @@ def normalize_page_name(value: object, writing: bool = True) -> str:
     return f"{name}.md"
 
 
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_CONTROL_CHARACTER = _regex(r"[\x00-\x1f\x7f]")
+_SURROGATE = _regex(r"[\ud800-\udfff]")
 
 
 def page_name_notes(filename: str) -> List[Problem]:
@@ -530,10 +552,10 @@ def name_collisions(names: Iterable[str]) -> List[List[str]]:
 
 # Protocol engines read frontmatter line by line: a line is `key: value` when it matches this,
 # and is ignored otherwise (Obsidian's `due date: x` included).
-_KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):\s*(.*)\Z")
+_KEY_LINE = _regex(r"([A-Za-z][A-Za-z0-9_-]*):\s*(.*)\Z")
 # The conflict-marker lines that make a page invalid, matched over the whole trimmed page.
 # `|||||||` (a diff3 base) is not one of them; `marker_lines` reports it for the linter.
-_PROTOCOL_MARKER = re.compile(r"^(?:<{7}(?: .*)?|={7}|>{7}(?: .*)?)$", re.MULTILINE)
+_PROTOCOL_MARKER = _regex(r"^(?:<{7}(?: .*)?|={7}|>{7}(?: .*)?)$", re.MULTILINE)
 SCALAR_KEYS = ("type", "status", "summary")
 
 
@@ -545,7 +567,7 @@ def protocol_marker_offset(text: str) -> int:
     return found.start() if found else -1
 
 
-_NEAR_DELIMITER = re.compile(r"^---[^\S\n]+$", re.MULTILINE)
+_NEAR_DELIMITER = _regex(r"^---[^\S\n]+$", re.MULTILINE)
 
 
 def _delimiter_hint(text: str, start: int) -> str:
@@ -713,9 +735,9 @@ def _head_lines(trimmed: str) -> Tuple[List[str], int]:
 # The frontmatter of the common page in one match: `---` on the first line, unindented
 # `key: value` lines broken by `\n` alone, then `---`. Such a block is split, and its keys read,
 # exactly as `_head_lines` and `_read_keys` would (see `_plain_page`).
-_PLAIN_BLOCK = re.compile(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
+_PLAIN_BLOCK = _regex(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
                           r"[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*\n)+)---\n")
-_PLAIN_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
+_PLAIN_FIELD = _regex(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
 _REQUIRED_KEYS = frozenset(REQUIRED_FRONTMATTER)
 # A Field from its four values without the Python-level `__new__` of a NamedTuple: four keys
 # of every page of a scan.
@@ -883,8 +905,8 @@ def _read_keys(lines: Sequence[str], positions: Sequence[Tuple[int, int]], closi
     return fields, notes, valued
 
 
-_SPACED_COLON = re.compile(r"[^\S\n]+:")
-_QUOTED_KEY = re.compile(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
+_SPACED_COLON = _regex(r"[^\S\n]+:")
+_QUOTED_KEY = _regex(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
 
 
 def _ignored_line(line: str, number: int, col: int) -> Problem:
@@ -907,10 +929,10 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
 
 # A skipped line that names a key and a value: `status active`, `summary=text`,
 # `status : active`, `"status": active`, or `status: active` indented under no key.
-_MISWRITTEN_KEY = re.compile(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
+_MISWRITTEN_KEY = _regex(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
                              r"""[^\S\n]*(\S.*)\Z""")
 # `summary text: x` is not surely `summary: text: x`: after a blank, the rest must not be a key.
-_KEY_START = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
+_KEY_START = _regex(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
 
 
 def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
@@ -1039,7 +1061,7 @@ INDEX_HEADER = (
     "## Pages\n"
 )
 DEPRECATED_PREFIX = "DEPRECATED — "
-_INDEX_ROW = re.compile(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
+_INDEX_ROW = _regex(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
 # The longest index row in UTF-8 bytes, newline included: a stem is a file name of at most 255
 # UTF-16 units (NTFS; 255 bytes elsewhere), and its NFC form is never longer than its canonical
 # decomposition, at most 9 bytes a unit (U+0CCB); a summary is at most 160 characters of at most
@@ -1140,11 +1162,11 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
 # Daily entries (spec section 9)
 # ---------------------------------------------------------------------------------------------
 
-DAILY_FILE_RE = re.compile(
+DAILY_FILE_RE = _regex(
     r"^(\d{8}T\d{6}\d{6}Z)-(scratchpad|session)(?:-([a-z0-9._-]+))?-([0-9a-f]{8})\.md$"
 )
-LEGACY_DAILY_FILE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
-ENTRY_HEADING_RE = re.compile(r"^### (?:Scratchpad|Session) — ", re.MULTILINE)
+LEGACY_DAILY_FILE_RE = _regex(r"^\d{4}-\d{2}-\d{2}\.md$")
+ENTRY_HEADING_RE = _regex(r"^### (?:Scratchpad|Session) — ", re.MULTILINE)
 
 
 def normalize_agent_name(value: object) -> Optional[str]:
@@ -3184,7 +3206,7 @@ _GIT_HARMLESS = frozenset((
     "GIT_CONFIG_SYSTEM", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY"))
 # An entry's stat, right after its key in the entries line (`FileCache._raw_line`).
-_RAW_STAT = re.compile(rb"(\d+),(\d+),(\d+),(\d+),")
+_RAW_STAT = _regex(rb"(\d+),(\d+),(\d+),(\d+),")
 
 
 def git_index_identity(workspace: Path) -> Optional[List[int]]:
@@ -4641,8 +4663,8 @@ LOCK_RETRY_SECONDS = 0.05
 LOCK_GUARD_NAME = "lock.takeover"
 LOCK_GUARD_STALE_SECONDS = 5.0
 TEMP_SUFFIX = ".echoes-tmp"
-_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
-_LOCK_TOKEN = re.compile(r"^(\d+)-[0-9a-f]{16}@(.*)$")
+_TEMP_NAME = _regex(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
+_LOCK_TOKEN = _regex(r"^(\d+)-[0-9a-f]{16}@(.*)$")
 # Test hooks: the crash-consistency tests set CRASH_ENV to a step name such as `end:intent` or
 # `end:3:tmp` to SIGKILL the engine exactly there, and STOP_ENV to SIGSTOP it there (so a test can
 # change the vault under a running writer). Nothing else sets them; unset, they are inert.
@@ -5109,10 +5131,10 @@ INTENT_VERSION = 2
 INTENT_MAX_BYTES = 4 * MAX_PAYLOAD_BYTES
 COMPLETE_COMMAND = f"python3 {RUNTIME_PATH} --workspace . rebuild-index"
 DISCARD_COMMAND = f"{COMPLETE_COMMAND} --discard-interrupted-write"
-_DAILY_ENTRY_PATH = re.compile(
+_DAILY_ENTRY_PATH = _regex(
     rf"{VAULT_DIR}/daily/[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}/[0-9]{{8}}T[0-9]{{12}}Z-"
     rf"(?:scratchpad|session)(?:-[a-z0-9._-]{{1,{AGENT_NAME_LIMIT}}})?-[0-9a-f]{{8}}\.md")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHA256 = _regex(r"[0-9a-f]{64}")
 _GENERATED_TARGETS = (f"{VAULT_DIR}/{MARKER_FILE}", f"{VAULT_DIR}/.gitignore",
                       f"{RUNTIME_DIR}/.gitignore", f"{VAULT_DIR}/{PROTOCOL_FILE}", *ROOT_GUIDES,
                       *SKILL_PATHS, *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS)

@@ -4,13 +4,14 @@ runtime leaves out those it can do without (issue 13, the fixed cost of a comman
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import page_text
-from tests.helpers_writer import init_vault, runtime
+from conftest import page_text
+from helpers_writer import ENGINE_FILE, init_vault, runtime
+from test_parity_module import load_unregistered
 
 IMPORTTIME = (sys.executable, "-I", "-S", "-X", "importtime")
 # dataclasses brings inspect; shutil (argparse's terminal width) brings zlib, bz2 and lzma.
@@ -50,3 +51,25 @@ def test_help_still_fits_the_terminal(git_repo: Path) -> None:
     assert narrow.returncode == wide.returncode == 0
     assert narrow.stdout != wide.stdout  # wrapped to each width (the description is kept raw)
     assert narrow.stdout.split() == wide.stdout.split()
+
+
+def test_regexes_compile_on_first_use_and_then_act_as_compiled() -> None:
+    name = "echoes_vault_fixed2_regexes"
+    try:
+        module = load_unregistered(ENGINE_FILE, name)
+        lazy = {key: value for key, value in vars(module).items()
+                if isinstance(value, module._Regex)}
+        assert len(lazy) > 20
+        assert not any("search" in vars(value) for value in lazy.values())  # none compiled yet
+        assert module.marker_lines("a\n=======\nb\n") == [(2, "=")]
+        assert "finditer" in vars(module._MARKER_LINES)
+        for value in lazy.values():
+            compiled = re.compile(*value._source)
+            empty = compiled.pattern[:0]
+            assert (value.pattern, value.flags, value.groups) == (
+                compiled.pattern, compiled.flags, compiled.groups)
+            assert value.findall(empty) == compiled.findall(empty)
+            assert value.split(empty) == compiled.split(empty)
+            assert "search" in vars(value)  # kept: later calls go straight to the pattern
+    finally:
+        sys.modules.pop(name, None)
