@@ -18,7 +18,6 @@ import argparse
 import binascii
 import bisect
 import contextlib
-import dataclasses
 import datetime as _dt
 import errno
 import functools
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import (
     IO,
     Any,
+    AnyStr,
     Callable,
     Dict,
     Iterable,
@@ -190,19 +190,48 @@ def bounded_message(message: str) -> str:
             f"omitted] … {message[-tail:]}")
 
 
-class _ModuleNamespace:
-    """This module's namespace under its name in sys.modules, for a load that does not register
-    the module (`importlib.util.spec_from_file_location` + `exec_module`): dataclasses look the
-    defining module up there while they build a class, and fail when it is absent."""
+class _Record:
+    """What `@dataclasses.dataclass` gave the record classes below: equality field by field and a
+    repr (a class that is never changed adds a hash), without importing `dataclasses` and with it
+    `inspect` (~5 ms of every command's start) or building each class at import."""
 
-    def __init__(self, namespace: Dict[str, Any]) -> None:
-        self.__dict__ = namespace
+    __slots__ = ()
+    _FIELDS: Tuple[str, ...] = ()
+
+    def _values(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__qualname__}({fields})"
 
 
-sys.modules.setdefault(__name__, _ModuleNamespace(globals()))  # type: ignore[arg-type]
+class _Regex:
+    """A regular expression compiled on its first use: compiling the engine's thirty cost every
+    command ~1.7 ms, and most commands use a few. The first use keeps the compiled pattern's
+    methods on the instance, so that later calls cost what the pattern's own do."""
+
+    def __init__(self, pattern: Any, flags: int) -> None:
+        self._source = (pattern, flags)
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(*self._source)
+        for method in ("match", "fullmatch", "search", "sub", "subn", "findall", "finditer",
+                       "split"):
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
 
 
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+def _regex(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:
+    return cast("re.Pattern[AnyStr]", _Regex(pattern, flags))
+
+
+_UNPRINTABLE = _regex(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -232,18 +261,20 @@ def printable(text: str, keep: str = "") -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Problem:
+class Problem(_Record):
     """A located validation problem. `kind` is stable and machine-readable (the linter maps it to
-    a rule code); `line` and `col` are 1-based positions in the file."""
+    a rule code); `line` and `col` are 1-based positions in the file. `fix` is what to write
+    instead, when the fix is certain (a miswritten required key). Never changed once made."""
 
-    kind: str
-    message: str
-    line: int = 1
-    col: int = 1
-    key: Optional[str] = None
-    # What to write instead, when the fix is certain (a miswritten required key).
-    fix: Optional[str] = None
+    __slots__ = _FIELDS = ("kind", "message", "line", "col", "key", "fix")
+
+    def __init__(self, kind: str, message: str, line: int = 1, col: int = 1,
+                 key: Optional[str] = None, fix: Optional[str] = None) -> None:
+        self.kind, self.message, self.line, self.col, self.key, self.fix = (
+            kind, message, line, col, key, fix)
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
 def decode_text(data: bytes) -> Tuple[Optional[str], Optional[Problem]]:
@@ -298,8 +329,9 @@ def sha256_text(text: str) -> str:
 
 # A marker line as protocol engines see it. `|||||||` (diff3 base) is only meaningful inside a
 # block, so it is reported by `conflict_blocks` but does not by itself make a page invalid.
-_MARKER_LINE = re.compile(r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$")
-_MARKER_LINES = re.compile(_MARKER_LINE.pattern, re.MULTILINE)
+_MARKER_PATTERN = r"^(?:(<{7}|>{7}|\|{7})(?: .*)?|(={7}))$"
+_MARKER_LINE = _regex(_MARKER_PATTERN)
+_MARKER_LINES = _regex(_MARKER_PATTERN, re.MULTILINE)
 
 
 def _may_hold_markers(text: str, base: bool) -> bool:
@@ -330,14 +362,17 @@ def has_protocol_conflict(markers: Sequence[Tuple[int, str]]) -> bool:
     return any(kind != "|" for _line, kind in markers)
 
 
-@dataclasses.dataclass(frozen=True)
-class ConflictBlock:
+class ConflictBlock(_Record):
     """One `<<<<<<<` ... `>>>>>>>` region; fields are 1-based line numbers or None if absent."""
 
-    start: Optional[int]
-    base: Optional[int]
-    separator: Optional[int]
-    end: Optional[int]
+    __slots__ = _FIELDS = ("start", "base", "separator", "end")
+
+    def __init__(self, start: Optional[int], base: Optional[int], separator: Optional[int],
+                 end: Optional[int]) -> None:
+        self.start, self.base, self.separator, self.end = start, base, separator, end
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     @property
     def first_line(self) -> int:
@@ -434,8 +469,8 @@ def normalize_page_name(value: object, writing: bool = True) -> str:
     return f"{name}.md"
 
 
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_CONTROL_CHARACTER = _regex(r"[\x00-\x1f\x7f]")
+_SURROGATE = _regex(r"[\ud800-\udfff]")
 
 
 def page_name_notes(filename: str) -> List[Problem]:
@@ -517,10 +552,10 @@ def name_collisions(names: Iterable[str]) -> List[List[str]]:
 
 # Protocol engines read frontmatter line by line: a line is `key: value` when it matches this,
 # and is ignored otherwise (Obsidian's `due date: x` included).
-_KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):\s*(.*)\Z")
+_KEY_LINE = _regex(r"([A-Za-z][A-Za-z0-9_-]*):\s*(.*)\Z")
 # The conflict-marker lines that make a page invalid, matched over the whole trimmed page.
 # `|||||||` (a diff3 base) is not one of them; `marker_lines` reports it for the linter.
-_PROTOCOL_MARKER = re.compile(r"^(?:<{7}(?: .*)?|={7}|>{7}(?: .*)?)$", re.MULTILINE)
+_PROTOCOL_MARKER = _regex(r"^(?:<{7}(?: .*)?|={7}|>{7}(?: .*)?)$", re.MULTILINE)
 SCALAR_KEYS = ("type", "status", "summary")
 
 
@@ -532,7 +567,7 @@ def protocol_marker_offset(text: str) -> int:
     return found.start() if found else -1
 
 
-_NEAR_DELIMITER = re.compile(r"^---[^\S\n]+$", re.MULTILINE)
+_NEAR_DELIMITER = _regex(r"^---[^\S\n]+$", re.MULTILINE)
 
 
 def _delimiter_hint(text: str, start: int) -> str:
@@ -555,8 +590,7 @@ class Field(NamedTuple):
     raw: str
 
 
-@dataclasses.dataclass
-class PageMeta:
+class PageMeta(_Record):
     """A parsed page. `problems` is empty exactly when engines accept the page; then `type`,
     `status` (case-folded) and `summary` (whitespace-collapsed) are set. `notes` are the located
     facts that engines accept but other tools may misread: the linter reports them.
@@ -564,15 +598,17 @@ class PageMeta:
     Line numbers count newline characters, as editors do; `close_index` is the closing `---`
     among the lines engines split the trimmed page into (`str.splitlines`)."""
 
-    fields: Dict[str, Field]
-    problems: Tuple[Problem, ...]
-    open_line: int
-    close_line: Optional[int]
-    type: Optional[str] = None
-    status: Optional[str] = None
-    summary: Optional[str] = None
-    notes: Tuple[Problem, ...] = ()
-    close_index: Optional[int] = None
+    _FIELDS = ("fields", "problems", "open_line", "close_line", "type", "status", "summary",
+               "notes", "close_index")
+
+    def __init__(self, fields: Dict[str, Field], problems: Tuple[Problem, ...], open_line: int,
+                 close_line: Optional[int], type: Optional[str] = None,
+                 status: Optional[str] = None, summary: Optional[str] = None,
+                 notes: Tuple[Problem, ...] = (), close_index: Optional[int] = None) -> None:
+        self.fields, self.problems, self.open_line, self.close_line = (
+            fields, problems, open_line, close_line)
+        self.type, self.status, self.summary, self.notes, self.close_index = (
+            type, status, summary, notes, close_index)
 
     @property
     def valid(self) -> bool:
@@ -699,9 +735,9 @@ def _head_lines(trimmed: str) -> Tuple[List[str], int]:
 # The frontmatter of the common page in one match: `---` on the first line, unindented
 # `key: value` lines broken by `\n` alone, then `---`. Such a block is split, and its keys read,
 # exactly as `_head_lines` and `_read_keys` would (see `_plain_page`).
-_PLAIN_BLOCK = re.compile(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
+_PLAIN_BLOCK = _regex(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
                           r"[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*\n)+)---\n")
-_PLAIN_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
+_PLAIN_FIELD = _regex(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
 _REQUIRED_KEYS = frozenset(REQUIRED_FRONTMATTER)
 # A Field from its four values without the Python-level `__new__` of a NamedTuple: four keys
 # of every page of a scan.
@@ -755,7 +791,7 @@ def _plain_page(trimmed: str) -> Optional[PageMeta]:
     if error is not None:
         return None
     # A vault has a few types and statuses: one string each, not one per page. Positional
-    # arguments: a dataclass takes them faster than keywords, once per page of a scan.
+    # arguments: `__init__` takes them faster than keywords, once per page of a scan.
     return PageMeta(fields, (), 1, closing + 1, sys.intern(kind), sys.intern(status.casefold()),
                     value, (), closing)
 
@@ -869,8 +905,8 @@ def _read_keys(lines: Sequence[str], positions: Sequence[Tuple[int, int]], closi
     return fields, notes, valued
 
 
-_SPACED_COLON = re.compile(r"[^\S\n]+:")
-_QUOTED_KEY = re.compile(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
+_SPACED_COLON = _regex(r"[^\S\n]+:")
+_QUOTED_KEY = _regex(r"""\s*(?:"[^"]*"|'[^']*'|[^:]*?)\s*:(?:\s|$)""")
 
 
 def _ignored_line(line: str, number: int, col: int) -> Problem:
@@ -893,10 +929,10 @@ def _ignored_line(line: str, number: int, col: int) -> Problem:
 
 # A skipped line that names a key and a value: `status active`, `summary=text`,
 # `status : active`, `"status": active`, or `status: active` indented under no key.
-_MISWRITTEN_KEY = re.compile(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
+_MISWRITTEN_KEY = _regex(r"""(["']?)([A-Za-z][A-Za-z0-9_-]*)\1[^\S\n]*([:=]|[^\S\n])"""
                              r"""[^\S\n]*(\S.*)\Z""")
 # `summary text: x` is not surely `summary: text: x`: after a blank, the rest must not be a key.
-_KEY_START = re.compile(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
+_KEY_START = _regex(r"[A-Za-z][A-Za-z0-9_-]*[^\S\n]*:")
 
 
 def _miswritten(key: str, fields: Dict[str, Field], notes: List[Problem],
@@ -1025,7 +1061,7 @@ INDEX_HEADER = (
     "## Pages\n"
 )
 DEPRECATED_PREFIX = "DEPRECATED — "
-_INDEX_ROW = re.compile(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
+_INDEX_ROW = _regex(r"^- \[\[([^\]]+)\]\]:\s*(.*)$")
 # The longest index row in UTF-8 bytes, newline included: a stem is a file name of at most 255
 # UTF-16 units (NTFS; 255 bytes elsewhere), and its NFC form is never longer than its canonical
 # decomposition, at most 9 bytes a unit (U+0CCB); a summary is at most 160 characters of at most
@@ -1126,11 +1162,11 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
 # Daily entries (spec section 9)
 # ---------------------------------------------------------------------------------------------
 
-DAILY_FILE_RE = re.compile(
+DAILY_FILE_RE = _regex(
     r"^(\d{8}T\d{6}\d{6}Z)-(scratchpad|session)(?:-([a-z0-9._-]+))?-([0-9a-f]{8})\.md$"
 )
-LEGACY_DAILY_FILE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
-ENTRY_HEADING_RE = re.compile(r"^### (?:Scratchpad|Session) — ", re.MULTILINE)
+LEGACY_DAILY_FILE_RE = _regex(r"^\d{4}-\d{2}-\d{2}\.md$")
+ENTRY_HEADING_RE = _regex(r"^### (?:Scratchpad|Session) — ", re.MULTILINE)
 
 
 def normalize_agent_name(value: object) -> Optional[str]:
@@ -1394,17 +1430,18 @@ def is_durable_path(path: str) -> bool:
     return path in DURABLE_PROTOCOL_FILES
 
 
-@dataclasses.dataclass
-class GitFacts:
-    """What Git knows about the workspace, from a handful of batched `-z` calls."""
+class GitFacts(_Record):
+    """What Git knows about the workspace, from a handful of batched `-z` calls. `error` is Git's
+    own message when a call failed (the gates refuse to pass then; `status` only reports
+    `available`)."""
 
-    available: bool = False
-    tracked: Tuple[str, ...] = ()
-    untracked: Tuple[str, ...] = ()
-    ignored: Tuple[str, ...] = ()
-    error: Optional[str] = None
-    """Git's own message when a call failed (the gates refuse to pass then; `status` only
-    reports `available`)."""
+    _FIELDS = ("available", "tracked", "untracked", "ignored", "error")
+
+    def __init__(self, available: bool = False, tracked: Tuple[str, ...] = (),
+                 untracked: Tuple[str, ...] = (), ignored: Tuple[str, ...] = (),
+                 error: Optional[str] = None) -> None:
+        self.available, self.tracked, self.untracked, self.ignored, self.error = (
+            available, tracked, untracked, ignored, error)
 
 
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
@@ -1507,16 +1544,16 @@ def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> D
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class Document:
+class Document(_Record):
     """A vault Markdown file read once: its text (or why it could not be read) and markers.
     `meta` is set for knowledge pages only."""
 
-    path: str
-    text: Optional[str]
-    problem: Optional[Problem]
-    markers: List[Tuple[int, str]]
-    meta: Optional[PageMeta] = None
+    _FIELDS = ("path", "text", "problem", "markers", "meta")
+
+    def __init__(self, path: str, text: Optional[str], problem: Optional[Problem],
+                 markers: List[Tuple[int, str]], meta: Optional[PageMeta] = None) -> None:
+        self.path, self.text, self.problem, self.markers, self.meta = (
+            path, text, problem, markers, meta)
 
     @property
     def name(self) -> str:
@@ -1552,41 +1589,48 @@ if sys.version_info < (3, 11):
     del _FIRST_DOCUMENT
 
 
-@dataclasses.dataclass
 class Scan:
     """Everything read-only work needs, gathered once. Paths are workspace-relative POSIX."""
 
-    workspace: Path
-    marker_exists: bool = False
-    marker_value: Any = None
-    marker_error: Optional[str] = None
-    pages: List[Document] = dataclasses.field(default_factory=list)
-    daily: List[Document] = dataclasses.field(default_factory=list)
-    other_markdown: List[Document] = dataclasses.field(default_factory=list)
-    index_text: Optional[str] = None
-    files: Dict[str, Tuple[int, float]] = dataclasses.field(default_factory=dict)
-    page_dir_strays: List[str] = dataclasses.field(default_factory=list)
-    directories: Dict[str, bool] = dataclasses.field(default_factory=dict)
-    symlinks: List[str] = dataclasses.field(default_factory=list)
-    unreadable: List[str] = dataclasses.field(default_factory=list)
-    special: List[str] = dataclasses.field(default_factory=list)
-    """FIFOs, sockets and devices where files belong: never opened (a FIFO would block)."""
-    state_raw: Any = None
-    state_exists: bool = False
-    state_error: Optional[str] = None
-    runtime_source: Optional[str] = None
-    runtime_problem: Optional[str] = None
-    adapter_texts: Dict[str, Optional[str]] = dataclasses.field(default_factory=dict)
-    interrupted_write: bool = False
-    git: GitFacts = dataclasses.field(default_factory=GitFacts)
-    # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
-    durable: Optional[Tuple[str, ...]] = None
-    # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as the
-    # cache kept it, and the file names of the pages it covers, which then have no document.
-    summary: Optional[Dict[str, Any]] = None
-    summarized: List[str] = dataclasses.field(default_factory=list)
-    summarized_daily: List[str] = dataclasses.field(default_factory=list)  # likewise, daily files
-    sizes: bool = True  # whether `files` is filled (a writer's walk needs no sizes)
+    def __init__(self, workspace: Path, sizes: bool = True) -> None:
+        self.workspace = workspace
+        self.marker_exists = False
+        self.marker_value: Any = None
+        self.marker_error: Optional[str] = None
+        self.pages: List[Document] = []
+        self.daily: List[Document] = []
+        self.other_markdown: List[Document] = []
+        self.index_text: Optional[str] = None
+        self.files: Dict[str, Tuple[int, float]] = {}
+        self.page_dir_strays: List[str] = []
+        self.directories: Dict[str, bool] = {}
+        self.symlinks: List[str] = []
+        self.unreadable: List[str] = []
+        # FIFOs, sockets and devices where files belong: never opened (a FIFO would block).
+        self.special: List[str] = []
+        self.state_raw: Any = None
+        self.state_exists = False
+        self.state_error: Optional[str] = None
+        self.runtime_source: Optional[str] = None
+        self.runtime_problem: Optional[str] = None
+        self.adapter_texts: Dict[str, Optional[str]] = {}
+        self.interrupted_write = False
+        self.git = GitFacts()
+        # Durable files on disk (`durable_candidates`), set by a whole-workspace scan.
+        self.durable: Optional[Tuple[str, ...]] = None
+        # Set when every cache entry still matched its file (a reader's scan): `vault_facts` as
+        # the cache kept it, and the file names of the pages it covers, which then have no
+        # document.
+        self.summary: Optional[Dict[str, Any]] = None
+        self.summarized: List[str] = []
+        self.summarized_daily: List[str] = []  # likewise, the paths of the daily files
+        self.sizes = sizes  # whether `files` is filled (a writer's walk needs no sizes)
+
+    def copy(self) -> Scan:
+        """A shallow copy (a view that replaces some of its lists)."""
+        view = Scan.__new__(Scan)
+        view.__dict__.update(self.__dict__)
+        return view
 
     @property
     def vault(self) -> Path:
@@ -1795,9 +1839,9 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
             matched, error = git_ignored(ignoring[0], durable)
         if scan.git.available and durable:
             # A failed check-ignore leaves the gates unable to look: they stop on `error`.
-            scan.git = dataclasses.replace(scan.git, ignored=tuple(sorted({*scan.git.ignored,
-                                                                          *matched})),
-                                           error=scan.git.error or error)
+            facts = scan.git
+            scan.git = GitFacts(facts.available, facts.tracked, facts.untracked,
+                                tuple(sorted({*facts.ignored, *matched})), facts.error or error)
     return scan
 
 
@@ -3187,7 +3231,7 @@ _GIT_HARMLESS = frozenset((
     "GIT_CONFIG_SYSTEM", "GIT_TERMINAL_PROMPT", "GIT_PAGER", "GIT_EDITOR", "GIT_ASKPASS",
     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSL_CAINFO", "GIT_SSL_NO_VERIFY"))
 # An entry's stat, right after its key in the entries line (`FileCache._raw_line`).
-_RAW_STAT = re.compile(rb"(\d+),(\d+),(\d+),(\d+),")
+_RAW_STAT = _regex(rb"(\d+),(\d+),(\d+),(\d+),")
 
 
 def git_index_identity(workspace: Path) -> Optional[List[int]]:
@@ -3813,11 +3857,11 @@ def clone_view(scan: Scan) -> Scan:
     files = dict(scan.files)  # copied in C, then the few local paths dropped
     for path in local:
         files.pop(path, None)
-    view = dataclasses.replace(
-        scan, other_markdown=[d for d in scan.other_markdown if d.path not in local],
-        files=files,
-        symlinks=kept(scan.symlinks), unreadable=kept(scan.unreadable),
-        special=kept(scan.special))
+    view = scan.copy()
+    view.other_markdown = [d for d in scan.other_markdown if d.path not in local]
+    view.files = files
+    view.symlinks, view.unreadable = kept(scan.symlinks), kept(scan.unreadable)
+    view.special = kept(scan.special)
     if f"{VAULT_DIR}/{INDEX_FILE}" in local:
         view.index_text = None
     if STATE_PATH in local:
@@ -4644,8 +4688,8 @@ LOCK_RETRY_SECONDS = 0.05
 LOCK_GUARD_NAME = "lock.takeover"
 LOCK_GUARD_STALE_SECONDS = 5.0
 TEMP_SUFFIX = ".echoes-tmp"
-_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
-_LOCK_TOKEN = re.compile(r"^(\d+)-[0-9a-f]{16}@(.*)$")
+_TEMP_NAME = _regex(r"^\..+\.[0-9a-f]{8}\.echoes-tmp$")
+_LOCK_TOKEN = _regex(r"^(\d+)-[0-9a-f]{16}@(.*)$")
 # Test hooks: the crash-consistency tests set CRASH_ENV to a step name such as `end:intent` or
 # `end:3:tmp` to SIGKILL the engine exactly there, and STOP_ENV to SIGSTOP it there (so a test can
 # change the vault under a running writer). Nothing else sets them; unset, they are inert.
@@ -5112,10 +5156,10 @@ INTENT_VERSION = 2
 INTENT_MAX_BYTES = 4 * MAX_PAYLOAD_BYTES
 COMPLETE_COMMAND = f"python3 {RUNTIME_PATH} --workspace . rebuild-index"
 DISCARD_COMMAND = f"{COMPLETE_COMMAND} --discard-interrupted-write"
-_DAILY_ENTRY_PATH = re.compile(
+_DAILY_ENTRY_PATH = _regex(
     rf"{VAULT_DIR}/daily/[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}/[0-9]{{8}}T[0-9]{{12}}Z-"
     rf"(?:scratchpad|session)(?:-[a-z0-9._-]{{1,{AGENT_NAME_LIMIT}}})?-[0-9a-f]{{8}}\.md")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHA256 = _regex(r"[0-9a-f]{64}")
 _GENERATED_TARGETS = (f"{VAULT_DIR}/{MARKER_FILE}", f"{VAULT_DIR}/.gitignore",
                       f"{RUNTIME_DIR}/.gitignore", f"{VAULT_DIR}/{PROTOCOL_FILE}", *ROOT_GUIDES,
                       *SKILL_PATHS, *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS)
@@ -5211,21 +5255,31 @@ def intent_refusal(reason: str) -> VaultError:
                       f"lock; no knowledge file is touched), run: {DISCARD_COMMAND}")
 
 
-@dataclasses.dataclass(frozen=True)
-class PlannedWrite:
-    path: str  # workspace-relative
-    content: str
-    before: Optional[str]  # SHA-256 of the bytes being replaced; None for a new file
+class PlannedWrite(_Record):
+    """`path` is workspace-relative; `before` the SHA-256 of the bytes being replaced (None for a
+    new file)."""
+
+    __slots__ = _FIELDS = ("path", "content", "before")
+
+    def __init__(self, path: str, content: str, before: Optional[str]) -> None:
+        self.path, self.content, self.before = path, content, before
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
 
-@dataclasses.dataclass(frozen=True)
-class Intent:
-    operation: str
-    head: Optional[str]  # the commit checked out when the change was recorded
-    request: Optional[str]  # digest of the request, so a retried `append` is not written twice
-    directories: List[str]
-    writes: List[PlannedWrite]
-    derived: List[str] = dataclasses.field(default_factory=list)  # see DERIVED_PATHS
+class Intent(_Record):
+    """`head` is the commit checked out when the change was recorded; `request` the digest of the
+    request, so that a retried `append` is not written twice; `derived` see DERIVED_PATHS."""
+
+    __slots__ = _FIELDS = ("operation", "head", "request", "directories", "writes", "derived")
+
+    def __init__(self, operation: str, head: Optional[str], request: Optional[str],
+                 directories: List[str], writes: List[PlannedWrite],
+                 derived: Optional[List[str]] = None) -> None:
+        self.operation, self.head, self.request = operation, head, request
+        self.directories, self.writes = directories, writes
+        self.derived: List[str] = [] if derived is None else derived
 
     @property
     def files(self) -> List[str]:
@@ -5297,7 +5351,7 @@ class ChangeSet:
             "head": git_head(self.workspace),
             "request": request,
             "directories": self.directories,
-            "writes": [dataclasses.asdict(write) for write in self.writes
+            "writes": [dict(zip(write._FIELDS, write._values())) for write in self.writes
                        if write.path not in DERIVED_PATHS],
             "derived": [write.path for write in self.writes if write.path in DERIVED_PATHS],
         }
@@ -6287,6 +6341,32 @@ def hand_over(ctx: Context, command: str, argv: Sequence[str], stdin: IO[bytes],
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as protocol errors instead of exiting itself."""
+
+    # argparse makes a formatter to check every argument it adds (and to name the commands), and
+    # a formatter asks shutil for the terminal's width: importing shutil (with zlib, bz2, lzma)
+    # cost every command ~2 ms. Only help and usage, the text that wraps, measure the terminal.
+    _measure = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._measure:
+            return super()._get_formatter()
+        formatter: argparse.HelpFormatter = cast(Any, self.formatter_class)(prog=self.prog,
+                                                                            width=80)
+        return formatter
+
+    def format_usage(self) -> str:
+        self._measure = True
+        try:
+            return super().format_usage()
+        finally:
+            self._measure = False
+
+    def format_help(self) -> str:
+        self._measure = True
+        try:
+            return super().format_help()
+        finally:
+            self._measure = False
 
     def error(self, message: str) -> Any:
         raise VaultError(f"{self.prog}: {message}")
