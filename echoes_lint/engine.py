@@ -220,6 +220,8 @@ class _Regex:
         self._source = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_source":  # `copy` asks before `__init__` ran
+            raise AttributeError(name)
         compiled = re.compile(*self._source)
         for method in ("match", "fullmatch", "search", "sub", "subn", "findall", "finditer",
                        "split"):

@@ -3,6 +3,7 @@ runtime leaves out those it can do without (issue 13, the fixed cost of a comman
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -73,3 +74,13 @@ def test_regexes_compile_on_first_use_and_then_act_as_compiled() -> None:
             assert "search" in vars(value)  # kept: later calls go straight to the pattern
     finally:
         sys.modules.pop(name, None)
+
+
+def test_a_lazy_regex_copies_as_a_compiled_one_does() -> None:
+    """`copy` makes its new object without `__init__`, then asks it for `__reduce_ex__`,
+    `__setstate__`...: those are never taken for a use of the pattern."""
+    from echoes_lint import engine
+
+    copied = copy.copy(engine._LOCK_TOKEN)
+    assert copy.deepcopy(engine._LOCK_TOKEN).match("12-0123456789abcdef@host") is not None
+    assert copied.match("12-0123456789abcdef@host").group(2) == "host"
