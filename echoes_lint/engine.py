@@ -6357,16 +6357,15 @@ class _Parser(argparse.ArgumentParser):
         return formatter
 
     def format_usage(self) -> str:
-        self._measure = True
-        try:
-            return super().format_usage()
-        finally:
-            self._measure = False
+        return self._measured(super().format_usage)
 
     def format_help(self) -> str:
+        return self._measured(super().format_help)
+
+    def _measured(self, text: Callable[[], str]) -> str:
         self._measure = True
         try:
-            return super().format_help()
+            return text()
         finally:
             self._measure = False
 
