@@ -28,7 +28,6 @@ import subprocess
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -43,7 +42,7 @@ from echoes_lint.config import (
     validate_codes,
 )
 from echoes_lint.engine import printable
-from echoes_lint.findings import RULES, Finding, Severity
+from echoes_lint.findings import RULES, Finding, Record, Severity, replace
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links, mergedriver
 from echoes_lint.rules.context import GitIndex
 from echoes_lint.rules.marker import NOT_IN_INDEX
@@ -57,18 +56,21 @@ UNSUPPRESSIBLE = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV022", "EV040", 
 PROTOCOL_FATAL = ("EV001", "EV002", "EV01", "EV020", "EV021", "EV030")
 
 
-@dataclass(frozen=True)
-class CheckResult:
-    workspace: Path
-    repo_root: Path
-    scan: engine.Scan
-    findings: list[Finding]
-    """Sorted by `Finding.sort_key`; paths relative to `repo_root`."""
-    config: Config
-    vault: str
-    """The vault folder relative to `repo_root`, POSIX (`EchoesVault` or `docs/EchoesVault`)."""
-    enabled: frozenset[str] = frozenset()
-    """The codes that ran (selection and ignores applied): `check --fix` rechecks with them."""
+class CheckResult(Record):
+    """`findings`: sorted by `Finding.sort_key`, paths relative to `repo_root`; `vault`: the
+    vault folder relative to `repo_root`, POSIX (`EchoesVault` or `docs/EchoesVault`);
+    `enabled`: the codes that ran (selection and ignores applied), which `check --fix`
+    rechecks with."""
+
+    __slots__ = _FIELDS = ("workspace", "repo_root", "scan", "findings", "config", "vault",
+                           "enabled")
+
+    def __init__(self, workspace: Path, repo_root: Path, scan: engine.Scan,
+                 findings: list[Finding], config: Config, vault: str,
+                 enabled: frozenset[str] = frozenset()) -> None:
+        self.workspace, self.repo_root, self.scan, self.findings = (
+            workspace, repo_root, scan, findings)
+        self.config, self.vault, self.enabled = config, vault, enabled
 
     @property
     def prefix(self) -> str:
@@ -1141,17 +1143,18 @@ def _blobs(root: Path, shas: Sequence[str]) -> dict[str, bytes]:
 # --- suppressions ----------------------------------------------------------------------------
 
 
-@dataclass
-class Suppression:
-    """One `<!-- echoes-lint-disable-next-line [CODES] -->` comment."""
+class Suppression(engine._Record):
+    """One `<!-- echoes-lint-disable-next-line [CODES] -->` comment. `codes`: upper-cased codes
+    or prefixes as written, empty to silence every rule; `used`: the codes that silenced a
+    finding; `refused`: codes of findings on the next line that it may not silence."""
 
-    line: int
-    col: int
-    codes: tuple[str, ...]
-    """Upper-cased codes or prefixes as written; empty silences every rule."""
-    used: set[str] = field(default_factory=set)
-    refused: set[str] = field(default_factory=set)
-    """Codes of findings on the next line that it may not silence."""
+    __slots__ = _FIELDS = ("line", "col", "codes", "used", "refused")
+
+    def __init__(self, line: int, col: int, codes: tuple[str, ...],
+                 used: Optional[set[str]] = None, refused: Optional[set[str]] = None) -> None:
+        self.line, self.col, self.codes = line, col, codes
+        self.used: set[str] = set() if used is None else used
+        self.refused: set[str] = set() if refused is None else refused
 
 
 def _comment(line: str) -> Optional[tuple[int, str]]:

@@ -27,12 +27,11 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import RULES
+from echoes_lint.findings import RULES, Record
 
 DEDICATED_FILE = ".echoes-lint.toml"
 PYPROJECT_FILE = "pyproject.toml"
@@ -45,25 +44,31 @@ class ConfigError(Exception):
     """A usage or configuration problem: `echoes-lint: error: ...` on stderr, exit 2."""
 
 
-@dataclass(frozen=True)
-class Config:
-    select: tuple[str, ...] = ()
-    """Codes or code prefixes to check; empty means every rule."""
-    ignore: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """(glob relative to the repository root, codes or prefixes) pairs."""
-    vault_dir: Optional[str] = None
-    """The EchoesVault folder relative to the repository root; None means `EchoesVault`."""
-    fail_on: str = "error"
-    source: Optional[Path] = None
-    """The file the configuration came from, for messages."""
-    extend_select: tuple[str, ...] = ()
-    extend_ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    """Globs of repository-relative files or folders whose findings are not reported."""
-    extend_exclude: tuple[str, ...] = ()
-    fail_on_untracked_at_push: bool = True
-    """Whether the pre-push hooks fail on EV022: a push without those files loses them."""
+class Config(Record):
+    """`select`: codes or code prefixes to check, empty for every rule; `per_file_ignores`:
+    (glob relative to the repository root, codes or prefixes) pairs; `vault_dir`: the
+    EchoesVault folder relative to the repository root, None for `EchoesVault`; `source`: the
+    file the configuration came from, for messages; `exclude`: globs of repository-relative
+    files or folders whose findings are not reported; `fail_on_untracked_at_push`: whether the
+    pre-push hooks fail on EV022 (a push without those files loses them)."""
+
+    __slots__ = _FIELDS = ("select", "ignore", "per_file_ignores", "vault_dir", "fail_on",
+                           "source", "extend_select", "extend_ignore", "exclude",
+                           "extend_exclude", "fail_on_untracked_at_push")
+
+    def __init__(self, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (),
+                 per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+                 vault_dir: Optional[str] = None, fail_on: str = "error",
+                 source: Optional[Path] = None, extend_select: tuple[str, ...] = (),
+                 extend_ignore: tuple[str, ...] = (), exclude: tuple[str, ...] = (),
+                 extend_exclude: tuple[str, ...] = (),
+                 fail_on_untracked_at_push: bool = True) -> None:
+        self.select, self.ignore, self.per_file_ignores, self.vault_dir = (
+            select, ignore, per_file_ignores, vault_dir)
+        self.fail_on, self.source, self.extend_select, self.extend_ignore = (
+            fail_on, source, extend_select, extend_ignore)
+        self.exclude, self.extend_exclude, self.fail_on_untracked_at_push = (
+            exclude, extend_exclude, fail_on_untracked_at_push)
 
 
 def validate_codes(codes: Iterable[str], origin: str) -> tuple[str, ...]:

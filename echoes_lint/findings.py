@@ -6,10 +6,32 @@ so that `echoes-lint rule`, SARIF rule descriptors and the docs agree.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, TypeVar
+
+from echoes_lint.engine import _Record
+
+
+class Record(_Record):
+    """What `@dataclass(frozen=True)` gave the linter's records (equality field by field, a hash
+    and a repr), as the engine's records have it: a gate imports neither `dataclasses` nor
+    `inspect`, nor builds its classes at every start (~8 ms). Never changed once made:
+    `replace` makes a changed copy."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+
+R = TypeVar("R", bound=_Record)
+
+
+def replace(record: R, **changes: Any) -> R:
+    """`dataclasses.replace` for these records: a copy with `changes`."""
+    values = dict(zip(record._FIELDS, record._values()))
+    values.update(changes)
+    return type(record)(**values)
 
 
 class Severity(str, enum.Enum):
@@ -23,17 +45,16 @@ class Severity(str, enum.Enum):
         return 2 if self is Severity.ERROR else 1
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(Record):
     """Replace the text from (line, col) up to, not including, (end_line, end_col) with
     `content`. Lines and columns are 1-based and count the characters of the file's text with
     its line breaks read as `\\n`, as findings do; ruff's json `edits` carry the same fields."""
 
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-    content: str
+    __slots__ = _FIELDS = ("line", "col", "end_line", "end_col", "content")
+
+    def __init__(self, line: int, col: int, end_line: int, end_col: int, content: str) -> None:
+        self.line, self.col, self.end_line, self.end_col, self.content = (
+            line, col, end_line, end_col, content)
 
 
 # How an automatic fix may be applied: `safe` with `--fix`, `unsafe` only with `--unsafe-fixes`.
@@ -41,24 +62,23 @@ SAFE = "safe"
 UNSAFE = "unsafe"
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem at one place. `path` is workspace-relative and POSIX; line and col are 1-based."""
+class Finding(Record):
+    """One problem at one place. `path` is workspace-relative and POSIX; line and col are
+    1-based. `fix`: an exact command or edit that fixes the finding, when one exists; `edit`:
+    the text edit `check --fix` applies, when the fix is an edit of this file; `command`: the
+    `git` arguments `check --fix` runs, when the fix is a Git command; `applicability`: `SAFE`
+    or `UNSAFE` when `edit` or `command` is set (whether `--fix` applies it alone)."""
 
-    path: str
-    line: int
-    col: int
-    code: str
-    message: str
-    severity: Severity
-    fix: Optional[str] = None
-    """An exact command or edit that fixes the finding, when one exists."""
-    edit: Optional[Edit] = None
-    """The text edit `check --fix` applies, when the fix is an edit of this file."""
-    command: Optional[tuple[str, ...]] = None
-    """The `git` arguments `check --fix` runs, when the fix is a Git command."""
-    applicability: Optional[str] = None
-    """`SAFE` or `UNSAFE` when `edit` or `command` is set: whether `--fix` applies it alone."""
+    __slots__ = _FIELDS = ("path", "line", "col", "code", "message", "severity", "fix", "edit",
+                           "command", "applicability")
+
+    def __init__(self, path: str, line: int, col: int, code: str, message: str,
+                 severity: Severity, fix: Optional[str] = None, edit: Optional[Edit] = None,
+                 command: Optional[tuple[str, ...]] = None,
+                 applicability: Optional[str] = None) -> None:
+        self.path, self.line, self.col, self.code, self.message, self.severity = (
+            path, line, col, code, message, severity)
+        self.fix, self.edit, self.command, self.applicability = fix, edit, command, applicability
 
     @property
     def name(self) -> str:
@@ -72,19 +92,21 @@ class Finding:
 DOCS_URL = "https://github.com/echoes-lint/echoes-lint/blob/main/docs/rules/{code}.md"
 
 
-@dataclass(frozen=True)
-class Rule:
-    code: str
-    name: str
-    severity: Severity
-    summary: str
-    explanation: str
-    fix_applicability: Optional[str] = None
-    """`SAFE` or `UNSAFE` when `check --fix` can fix findings of this rule, else None."""
-    fix_always: bool = False
-    """Whether every finding has the automatic fix, or only some (ruff's "always/sometimes")."""
-    fix: str = ""
-    """How to fix any finding of the rule: the `help:` of a finding without its own exact fix."""
+class Rule(Record):
+    """A rule's metadata. `fix_applicability`: `SAFE` or `UNSAFE` when `check --fix` can fix
+    findings of this rule, else None; `fix_always`: whether every finding has the automatic
+    fix, or only some (ruff's "always/sometimes"); `fix`: how to fix any finding of the rule,
+    the `help:` of a finding without its own exact fix."""
+
+    __slots__ = _FIELDS = ("code", "name", "severity", "summary", "explanation",
+                           "fix_applicability", "fix_always", "fix")
+
+    def __init__(self, code: str, name: str, severity: Severity, summary: str, explanation: str,
+                 fix_applicability: Optional[str] = None, fix_always: bool = False,
+                 fix: str = "") -> None:
+        self.code, self.name, self.severity, self.summary, self.explanation = (
+            code, name, severity, summary, explanation)
+        self.fix_applicability, self.fix_always, self.fix = fix_applicability, fix_always, fix
 
     @property
     def fix_availability(self) -> str:
@@ -541,4 +563,4 @@ _FIXES = {
     "EV091": "Run `echoes-lint install-merge-driver`, which completes the configuration.",
     "EV092": "Run `echoes-lint install-merge-driver` to record the current command.",
 }
-RULES = {code: dataclasses.replace(rule, fix=_FIXES[code]) for code, rule in sorted(RULES.items())}
+RULES = {code: replace(rule, fix=_FIXES[code]) for code, rule in sorted(RULES.items())}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from echoes_lint.findings import RULES, Finding, Severity
+from echoes_lint.findings import RULES, Finding, Severity, replace
 from echoes_lint.report import FORMATS, ReportInput, render
 from echoes_lint.report.github import escape_data, escape_property
 
@@ -47,7 +46,7 @@ WORKSPACE_URI = "file:///home/dev/my%20vault"
 
 def make_input(findings: list[Finding] = FINDINGS, **changes: Any) -> ReportInput:
     base = ReportInput(findings, "0.1.0", SOURCES, workspace_uri=WORKSPACE_URI)
-    return dataclasses.replace(base, **changes)
+    return replace(base, **changes)
 
 
 def validate_sarif(text: str) -> dict[str, Any]:

@@ -4,32 +4,34 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from echoes_lint.findings import RULES, Finding, Severity
+from echoes_lint.findings import RULES, Finding, Record, Severity
 
 
-@dataclass(frozen=True)
-class ReportInput:
+class ReportInput(Record):
     """Everything a reporter may show. Reporters only format: they never read files or sort.
 
+    `findings` are sorted by the caller (normally by `Finding.sort_key`); `sources` maps a
+    workspace-relative path to the file's lines without newlines (`full` quotes from them);
     `color` only affects the human formats (`concise`, `full`); `statistics` asks every format
-    for counts per rule instead of findings (sarif keeps its results and adds the counts).
+    for counts per rule instead of findings (sarif keeps its results and adds the counts);
+    `workspace_uri` is the `file://` URI of the workspace root, for SARIF
+    `originalUriBaseIds`; `fixed` is what `check --fix` fixed: counted in the summary line,
+    listed with `show_fixes`.
     """
 
-    findings: Sequence[Finding]
-    """Already sorted by the caller (normally by `Finding.sort_key`)."""
-    tool_version: str
-    sources: Mapping[str, list[str]] = field(default_factory=dict)
-    """Workspace-relative path -> the file's lines without newlines; `full` quotes from them."""
-    color: bool = False
-    statistics: bool = False
-    workspace_uri: str | None = None
-    """`file://` URI of the workspace root, for SARIF `originalUriBaseIds`."""
-    fixed: Sequence[Finding] = ()
-    """What `check --fix` fixed: counted in the summary line, listed with `show_fixes`."""
-    show_fixes: bool = False
+    __slots__ = _FIELDS = ("findings", "tool_version", "sources", "color", "statistics",
+                           "workspace_uri", "fixed", "show_fixes")
+
+    def __init__(self, findings: Sequence[Finding], tool_version: str,
+                 sources: Mapping[str, list[str]] | None = None, color: bool = False,
+                 statistics: bool = False, workspace_uri: str | None = None,
+                 fixed: Sequence[Finding] = (), show_fixes: bool = False) -> None:
+        self.findings, self.tool_version = findings, tool_version
+        self.sources: Mapping[str, list[str]] = {} if sources is None else sources
+        self.color, self.statistics, self.workspace_uri = color, statistics, workspace_uri
+        self.fixed, self.show_fixes = fixed, show_fixes
 
 
 _RESET = "\x1b[0m"

@@ -7,11 +7,10 @@ narrow `--select` runs only the families it needs.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Callable
 
-from echoes_lint.findings import Finding
+from echoes_lint.findings import Finding, replace
 from echoes_lint.rules import (
     collisions,
     conflicts,
@@ -47,7 +46,7 @@ def capped(findings: Iterable[Yielded]) -> Iterator[Finding]:
             yield finding
     for key, finding in first_omitted.items():
         more = counts[key] - MAX_PER_FILE
-        yield dataclasses.replace(
+        yield replace(
             finding, fix=None, edit=None, command=None, applicability=None,
             message=f"and {more} more {finding.code} finding{'s' if more != 1 else ''} in this "
                     f"file from here on (only the first {MAX_PER_FILE} are listed)")

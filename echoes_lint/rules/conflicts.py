@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
 import itertools
 import sys
@@ -11,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Callable, Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import SAFE, Edit, Finding
+from echoes_lint.findings import SAFE, Edit, Finding, replace
 from echoes_lint.rules import edits
 from echoes_lint.rules.context import Context, Yielded, limited
 
@@ -88,5 +87,5 @@ def _bare_finding(ctx: Context, path: str,
     edit = underline(line) if underline is not None else None
     if edit is None:
         return finding
-    return dataclasses.replace(finding, edit=edit, applicability=SAFE,
+    return replace(finding, edit=edit, applicability=SAFE,
                                fix="lengthen the setext underline to `========`")

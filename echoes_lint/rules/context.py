@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
 from typing import Callable, Optional, TypeVar, Union
 
 from echoes_lint import engine, gitindex
-from echoes_lint.findings import RULES, Finding, Severity
+from echoes_lint.engine import _Record
+from echoes_lint.findings import RULES, Finding, Record, Severity
 
 VAULT_PREFIX = f"{engine.VAULT_DIR}/"
 INDEX_PATH = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
@@ -26,13 +26,14 @@ MAX_PER_FILE = 100
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class More:
+class More(Record):
     """`count` more findings like `first`, from a rule that can count them without building
     each one (see `rules.capped`)."""
 
-    first: Finding
-    count: int
+    __slots__ = _FIELDS = ("first", "count")
+
+    def __init__(self, first: Finding, count: int) -> None:
+        self.first, self.count = first, count
 
 
 Yielded = Union[Finding, More]
@@ -110,25 +111,29 @@ class GitIndex(AbstractSet[str]):
         return low
 
 
-@dataclass
-class Context:
-    scan: engine.Scan
-    prefix: str = ""
-    """The engine workspace relative to the repository root: `""` or `docs/`."""
-    in_git: bool = False
-    index: AbstractSet[str] = frozenset()
-    """Workspace-relative paths in Git's index (tracked or staged) under the vault and the
-    local-only paths: the set of `scan.git.tracked` for a whole-vault check, a `GitIndex` for
-    checks of named or staged files. Staged deletions are absent, staged additions present."""
-    passed: Optional[frozenset[str]] = None
-    """Vault files named on the command line or staged (workspace-relative); None when the whole
-    vault is checked."""
-    load_changes: Callable[[], Mapping[str, str]] = dict
-    """Staged status letter (`A`, `M`, `D`, `T`) by path, fetched only if a rule asks."""
-    gitlinks: frozenset[str] = frozenset()
-    """Index entries that are gitlinks (submodules), workspace-relative."""
-    _changes: Optional[Mapping[str, str]] = field(default=None, repr=False)
-    _vault_paths: Optional[AbstractSet[str]] = field(default=None, repr=False)
+class Context(_Record):
+    """`prefix`: the engine workspace relative to the repository root, `""` or `docs/`.
+    `index`: workspace-relative paths in Git's index (tracked or staged) under the vault and
+    the local-only paths: the set of `scan.git.tracked` for a whole-vault check, a `GitIndex`
+    for checks of named or staged files; staged deletions are absent, staged additions
+    present. `passed`: vault files named on the command line or staged (workspace-relative),
+    None when the whole vault is checked. `load_changes`: staged status letter (`A`, `M`, `D`,
+    `T`) by path, fetched only if a rule asks. `gitlinks`: index entries that are gitlinks
+    (submodules), workspace-relative."""
+
+    _FIELDS = ("scan", "prefix", "in_git", "index", "passed", "load_changes", "gitlinks")
+    # What is worked out from the fields is neither compared nor shown.
+    __slots__ = (*_FIELDS, "_changes", "_vault_paths")
+
+    def __init__(self, scan: engine.Scan, prefix: str = "", in_git: bool = False,
+                 index: AbstractSet[str] = frozenset(), passed: Optional[frozenset[str]] = None,
+                 load_changes: Callable[[], Mapping[str, str]] = dict,
+                 gitlinks: frozenset[str] = frozenset()) -> None:
+        self.scan, self.prefix, self.in_git, self.index, self.passed = (
+            scan, prefix, in_git, index, passed)
+        self.load_changes, self.gitlinks = load_changes, gitlinks
+        self._changes: Optional[Mapping[str, str]] = None
+        self._vault_paths: Optional[AbstractSet[str]] = None
 
     def path(self, relative: str) -> str:
         """A workspace-relative path as findings and fix commands show it."""

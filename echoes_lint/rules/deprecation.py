@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
-from echoes_lint.findings import SAFE, Finding
+from echoes_lint.findings import SAFE, Finding, replace
 from echoes_lint.rules import edits
 from echoes_lint.rules.context import Context
 
@@ -28,4 +27,4 @@ def check(ctx: Context) -> Iterator[Finding]:
             "EV080", document.path, line, 1,
             f"the page has `status: deprecated`, but its body does not begin with "
             f"`{edits.BANNER}` (spec 7.5); {fix}, and link to the replacement page", fix)
-        yield dataclasses.replace(finding, edit=edit, applicability=SAFE)
+        yield replace(finding, edit=edit, applicability=SAFE)

@@ -4,12 +4,11 @@ per `Problem.kind`. EV070-EV078: what engines accept but other tools may misread
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import SAFE, Edit, Finding
+from echoes_lint.findings import SAFE, Edit, Finding, replace
 from echoes_lint.rules import edits
 from echoes_lint.rules.conflicts import Covered, conflict_spans
 from echoes_lint.rules.context import Context
@@ -98,7 +97,7 @@ def _page(ctx: Context, document: engine.Document, meta: engine.PageMeta) -> Ite
         if lines is None:  # split once per page, and only for a fixable problem
             lines = edits.lines_of(document.text or "") or []
         edit = _edit(code, problem, document.text or "", lines, meta) if lines else None
-        yield finding if edit is None else dataclasses.replace(
+        yield finding if edit is None else replace(
             finding, edit=edit[0], applicability=SAFE, fix=edit[1])
 
 

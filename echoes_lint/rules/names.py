@@ -5,13 +5,12 @@ the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Iterator
 from typing import Optional
 
 from echoes_lint import engine
-from echoes_lint.findings import UNSAFE, Finding, Severity
+from echoes_lint.findings import UNSAFE, Finding, Severity, replace
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
 NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-name": "EV034"}
@@ -49,7 +48,7 @@ def _renaming(ctx: Context, finding: Finding, source: str, target: str) -> Findi
     page's identity (links and the index name it), so only `--unsafe-fixes` runs it."""
     if source not in ctx.index:
         return finding
-    return dataclasses.replace(finding, applicability=UNSAFE, command=(
+    return replace(finding, applicability=UNSAFE, command=(
         "mv", "--", ctx.path(source), ctx.path(target)))
 
 

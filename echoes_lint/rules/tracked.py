@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 from echoes_lint import engine
-from echoes_lint.findings import SAFE, Finding
+from echoes_lint.findings import SAFE, Finding, replace
 from echoes_lint.rules.context import INDEX_PATH, Context
 
 CODES = frozenset({"EV020", "EV021", "EV022"})
@@ -30,7 +29,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 "EV021", relative, 1, 1,
                 f"`{ctx.path(relative)}` is machine-local state that must never be committed; "
                 f"run `{fix}` (the file stays on disk)", fix)
-        yield dataclasses.replace(finding, command=command, applicability=SAFE)
+        yield replace(finding, command=command, applicability=SAFE)
     tracked = ctx.index  # Git's index: the tracked paths, as a set
     for key, how in (("untrackedDurableFiles", "is not tracked by Git"),
                      ("ignoredDurableFiles", "is ignored by Git")):
@@ -49,7 +48,7 @@ def check(ctx: Context) -> Iterator[Finding]:
                 continue
             fix = f"git add {force}-- {engine.shell_quote(ctx.path(relative))}"
             added = ("add", *force.split(), "--", ctx.path(relative))
-            yield dataclasses.replace(ctx.finding(
+            yield replace(ctx.finding(
                 "EV022", relative, 1, 1,
                 f"{what} {how}, so it never reaches the team; run `{fix}`", fix),
                 command=added, applicability=SAFE)
