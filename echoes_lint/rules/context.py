@@ -179,11 +179,13 @@ class Context(_Record):
                 # local-only paths only: a copy is cheaper than a test of every path.
                 paths = set(self.index)
                 paths.difference_update(OUTSIDE_VAULT)
+                paths.update(self.passed)
             else:
-                paths = {path for path in self.index if path.startswith(VAULT_PREFIX)}
-            paths.update(self.passed or ())
-            if self.passed is None:
-                paths.update(self.scan.files)
+                # The files on disk, and of Git's paths only those not among them (in C: the
+                # deleted, the gitlinks and the local-only paths) are tested one by one.
+                paths = set(self.scan.files)
+                paths.update(path for path in self.index - self.scan.files.keys()
+                             if path.startswith(VAULT_PREFIX))
                 paths.update(path for path in self.scan.symlinks if path.startswith(VAULT_PREFIX))
             if self.gitlinks:  # a submodule's files belong to another repository
                 inside = tuple(link + "/" for link in self.gitlinks)

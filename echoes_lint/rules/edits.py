@@ -12,20 +12,22 @@ from collections.abc import Sequence
 from typing import Callable, Optional
 
 from echoes_lint import engine
+from echoes_lint.engine import _regex
 from echoes_lint.findings import Edit
 
 BANNER = "> [!warning] DEPRECATED"
 # Any Obsidian callout of type warning (case-insensitive, foldable) titled DEPRECATED.
-_BANNER = re.compile(r">\s*\[!warning\][-+]?\s*deprecated\b", re.IGNORECASE)
-_BLANK_DELIMITER = re.compile(r"---[ \t]+")
+# Compiled on first use (`engine._regex`): most are for `check --fix` only.
+_BANNER = _regex(r">\s*\[!warning\][-+]?\s*deprecated\b", re.IGNORECASE)
+_BLANK_DELIMITER = _regex(r"---[ \t]+")
 # Line breaks that `str.splitlines` honours besides `\n`: where they occur, engines number the
 # frontmatter lines differently from an editor, so no line-based edit is offered.
-_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_OTHER_BREAKS = _regex("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_FENCE = _regex(r" {0,3}(`{3,}|~{3,})")
 # The start of a line that is not plain paragraph text at the top level: a quote, heading, list
 # item, table, HTML, code fence, emphasis, link reference or another underline. Lines after one
 # of these may be lazy continuations of a container, where `=======` is text, not an underline.
-_NOT_PLAIN = re.compile(r"[\s>#*+\-|<`~=_\[]|\d{1,9}[.)]")
+_NOT_PLAIN = _regex(r"[\s>#*+\-|<`~=_\[]|\d{1,9}[.)]")
 
 
 def lines_of(text: str) -> Optional[list[str]]:

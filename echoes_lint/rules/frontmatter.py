@@ -58,7 +58,8 @@ def check(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding(KIND_CODES[problem.kind], document.path, problem.line, problem.col,
                               problem.message + hint)
             continue
-        nul = engine.nul_position(document.text or "")
+        text = document.text
+        nul = engine.nul_position(text) if text and "\0" in text else None
         if nul is not None:
             yield ctx.finding(BINARY, document.path, *nul,
                               "NUL byte: Git treats the file as binary (no diff, no merge); "

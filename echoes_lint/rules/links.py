@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from typing import Optional
 
 from echoes_lint import engine
+from echoes_lint.engine import _regex
 from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
 
@@ -23,8 +24,9 @@ PAGES_PREFIX = f"{VAULT_PREFIX}pages/"
 
 # A literal `[[` prefix lets the regex engine skip ahead; a `!` before it makes an embed.
 _LINK = re.compile(r"\[\[([^\[\]\n]*)\]\]")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
-_TICKS = re.compile(r"`+")
+# Only a page with code needs these: compiled on first use (`engine._regex`).
+_FENCE = _regex(r" {0,3}(`{3,}|~{3,})(.*)")
+_TICKS = _regex(r"`+")
 
 
 def mask_inline_code(line: str) -> str:

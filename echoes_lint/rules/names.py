@@ -5,11 +5,13 @@ the engine cannot replace atomically on common file systems."""
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Optional
 
 from echoes_lint import engine
+from echoes_lint.engine import _regex
 from echoes_lint.findings import UNSAFE, Finding, Severity, replace
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
@@ -17,10 +19,11 @@ NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-
 CODES = frozenset({"EV031", *NOTE_CODES.values(), "EV035"})
 
 PAGES_PREFIX = f"{engine.VAULT_DIR}/pages/"
-_WINDOWS_RESERVED = re.compile(r"(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])", re.IGNORECASE)
-_WINDOWS_FORBIDDEN = re.compile(r'[<>:"|?*\\\x00-\x1f]')
+# Compiled on first use (`engine._regex`): most vaults never need them (`_any_suspect`).
+_WINDOWS_RESERVED = _regex(r"(?:CON|PRN|AUX|NUL|COM[0-9¹²³]|LPT[0-9¹²³])", re.IGNORECASE)
+_WINDOWS_FORBIDDEN = _regex(r'[<>:"|?*\\\x00-\x1f]')
 # One cheap search rules out almost every name before the precise checks.
-_SUSPECT = re.compile(r'(?:^|/)(?:CON|PRN|AUX|NUL|COM|LPT)|[. ](?:/|$)|[<>:"|?*\\\x00-\x1f]',
+_SUSPECT = _regex(r'(?:^|/)(?:CON|PRN|AUX|NUL|COM|LPT)|[. ](?:/|$)|[<>:"|?*\\\x00-\x1f]',
                       re.IGNORECASE)
 
 
@@ -70,7 +73,8 @@ def _stray(ctx: Context, relative: str) -> Optional[Finding]:
 
 
 # A name that is its own NFC `<stem>.md`, with no note: most page names; nothing to check.
-_PLAIN_PAGE = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.md")
+_PLAIN_PAGE_PATTERN = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.md"
+_PLAIN_PAGE = _regex(_PLAIN_PAGE_PATTERN)
 
 
 def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
@@ -95,21 +99,32 @@ def _page(ctx: Context, document: engine.Document) -> Optional[Finding]:
     return None
 
 
-# `_SUSPECT`'s first branch where a `/` starts every name (`_any_suspect`): a literal first.
-_RESERVED_START = re.compile(r"/(?:CON|PRN|AUX|NUL|COM|LPT)", re.IGNORECASE)
+# `_SUSPECT`'s first branch where a `/` starts every name (`_any_suspect`), searched in the
+# upper-cased names: only ASCII letters match these case-insensitively (a search without
+# IGNORECASE is three times faster), and `str.upper` keeps each of them in its place.
+_RESERVED_START = re.compile(r"/(?:CON|PRN|AUX|NUL|COM|LPT)")
+# `_WINDOWS_FORBIDDEN`'s characters, deleted from ASCII names in one pass in C.
+_FORBIDDEN_BYTES = b'<>:"|?*\\' + bytes(range(32))
 
 
 def _any_suspect(paths: Iterable[str]) -> bool:
-    """Whether `_SUSPECT` may match one of `paths`, by cheap searches of all of them at once:
+    """Whether `_SUSPECT` may match one of `paths`, by searches of all of them at once:
     between `/`s, each name starts after a `/` and ends before one, and each of the three
     branches of `_SUSPECT` has a search that finds whatever it finds."""
     joined = "/" + "/".join(paths) + "/"
-    return ("./" in joined or " /" in joined or bool(_WINDOWS_FORBIDDEN.search(joined))
-            or bool(_RESERVED_START.search(joined)))
+    if "./" in joined or " /" in joined:
+        return True
+    if joined.isascii():
+        data = joined.encode("ascii")
+        if len(data.translate(None, _FORBIDDEN_BYTES)) != len(data):
+            return True
+    elif _WINDOWS_FORBIDDEN.search(joined):
+        return True
+    return bool(_RESERVED_START.search(joined.upper()))
 
 
 # Page paths that are all plain names (see _PLAIN_PAGE), each followed by a newline.
-_PLAIN_PAGES = re.compile(rf"(?:{re.escape(PAGES_PREFIX)}{_PLAIN_PAGE.pattern}\n)*")
+_PLAIN_PAGES = re.compile(rf"(?:{re.escape(PAGES_PREFIX)}{_PLAIN_PAGE_PATTERN}\n)*")
 
 
 def check(ctx: Context) -> Iterator[Finding]:
@@ -117,9 +132,9 @@ def check(ctx: Context) -> Iterator[Finding]:
         stray = _stray(ctx, relative)
         if stray:
             yield stray
-    paths = "".join(f"{document.path}\n" for document in ctx.scan.pages)
+    page_paths = list(map(_PATH, ctx.scan.pages))
     # One match over every page path first: in most vaults no name needs a closer look.
-    if not _PLAIN_PAGES.fullmatch(paths):
+    if not _PLAIN_PAGES.fullmatch("\n".join(page_paths) + "\n" if page_paths else ""):
         for document in ctx.scan.pages:
             page = _page(ctx, document)
             if page:
@@ -140,15 +155,18 @@ def check(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("EV031", relative, 1, 1,
                           f"name `{name}` {problem}; rename it so the vault checks out there",
                           severity=Severity.WARNING)
-    yield from _too_long(ctx)
+    yield from _too_long(ctx, page_paths)
 
 
 # A name of this many characters or fewer cannot overflow: UTF-8 takes at most 4 bytes a one.
 _SHORT_NAME = (engine.PORTABLE_NAME_MAX - engine.TEMP_NAME_OVERHEAD) // 4
 
 
-def _too_long(ctx: Context) -> Iterator[Finding]:
-    longest = max((len(document.path) for document in ctx.scan.pages), default=0)
+_PATH = operator.attrgetter("path")
+
+
+def _too_long(ctx: Context, page_paths: Sequence[str]) -> Iterator[Finding]:
+    longest = max(map(len, page_paths), default=0)
     if longest <= len(PAGES_PREFIX) + _SHORT_NAME:
         return
     for document in ctx.scan.pages:

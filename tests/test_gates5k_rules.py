@@ -1,0 +1,56 @@
+"""The rules' searches over every path at once (issue 13, the gates' fixed cost): the same
+verdicts as the precise search of each path, for names made to catch case folding, non-ASCII
+text, control characters and the Windows device names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from echoes_lint import engine
+from echoes_lint.rules import names
+from echoes_lint.rules.context import VAULT_PREFIX, Context
+
+# Letters that fold or upper-case oddly (dotless i, long s, Kelvin, ligatures, sharp s), blanks
+# that are not printable, control characters, and each device name in mixed case.
+_PARTS = st.sampled_from(["con", "Con", "cOn.md", "pRn", "aux", "Nul", "com9", "LpT1", "lpt",
+                          "ı", "ſ", "K", "ﬁ", "ß", "ŉ", "é", "\xa0", "\u2028", "\x1f", "\x7f",
+                          "\udcff", "<", ">", ":", '"', "|", "?", "*", "\\", ".", " ", "a", "md",
+                          "page-1.md", "x.y", "EchoesVault", "pages", "daily"])
+_NAMES = st.lists(_PARTS, min_size=1, max_size=3).map("".join)
+_PATHS = st.lists(st.lists(_NAMES, min_size=1, max_size=3).map("/".join), max_size=5)
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(_PATHS)
+def test_names_searched_at_once_never_miss_a_suspect_name(paths: list[str]) -> None:
+    if any(names._SUSPECT.search(path) for path in paths):
+        assert names._any_suspect(paths)
+    if any(names.windows_problem(part) for path in paths for part in path.split("/")):
+        assert names._any_suspect(paths)
+
+
+def test_a_name_suspect_only_by_its_case_is_found() -> None:
+    for name in ("con.md", "Aux", "nUl.txt", "lpt1", "cOm3", "a/prn"):
+        assert names._any_suspect([f"{VAULT_PREFIX}pages/{name}"])
+    assert names._any_suspect([f"{VAULT_PREFIX}a<b"]) and names._any_suspect(["é/a\x01"])
+    assert not names._any_suspect([f"{VAULT_PREFIX}pages/page-1.md", "é/ſ/ı"])
+
+
+_VAULT = st.sampled_from([f"{VAULT_PREFIX}pages/a.md", f"{VAULT_PREFIX}pages/b.md",
+                          f"{VAULT_PREFIX}daily/x.md", f"{VAULT_PREFIX}sub", VAULT_PREFIX[:-1],
+                          ".echoes-vault/state.json", "AGENTS.md", "EchoesVaultX/a.md"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.frozensets(_VAULT), st.frozensets(_VAULT), st.lists(_VAULT, max_size=3))
+def test_the_vault_paths_of_a_whole_vault_check_are_gits_and_the_disks(
+        index: frozenset[str], files: frozenset[str], links: list[str]) -> None:
+    scan = engine.Scan(Path("/nowhere"))
+    scan.files = {path: (1, 0.0) for path in sorted(files)}
+    scan.symlinks = links
+    found = Context(scan, "", True, index).vault_paths()
+    assert found == {path for path in index if path.startswith(VAULT_PREFIX)} | files | {
+        path for path in links if path.startswith(VAULT_PREFIX)}
