@@ -1,5 +1,5 @@
-"""The rules' searches over every path at once (issue 13, the gates' fixed cost): the same
-verdicts as the precise search of each path, for names made to catch case folding, non-ASCII
+"""The searches over every path or text at once (issue 13, the gates' fixed cost): the same
+verdicts as the precise search of each one, for names made to catch case folding, non-ASCII
 text, control characters and the Windows device names."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echoes_lint import engine
+from echoes_lint import checker, engine
+from echoes_lint.findings import Finding, Severity, replace
 from echoes_lint.rules import names
 from echoes_lint.rules.context import VAULT_PREFIX, Context
 
@@ -54,3 +55,17 @@ def test_the_vault_paths_of_a_whole_vault_check_are_gits_and_the_disks(
     found = Context(scan, "", True, index).vault_paths()
     assert found == {path for path in index if path.startswith(VAULT_PREFIX)} | files | {
         path for path in links if path.startswith(VAULT_PREFIX)}
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(st.text(st.sampled_from(["a", " ", "~", "\t", "\n", "\x00", "\x1f", "\x7f", "\x80",
+                                "\x9f", "é", "\u2028", "\udcff", "\xa0", "€"]), max_size=8))
+def test_a_text_is_found_printable_as_printable_finds_it(text: str) -> None:
+    assert checker._as_printed(text) == (engine.printable(text) == text)
+
+
+def test_a_finding_with_nothing_to_escape_is_kept_not_copied() -> None:
+    plain = Finding("a.md", 1, 1, "EV050", "m", Severity.WARNING, "fix it")
+    assert checker._printable_finding(plain) is plain
+    escaped = checker._printable_finding(replace(plain, path="a\x1b.md"))
+    assert escaped == replace(plain, path="a\\x1b.md")
