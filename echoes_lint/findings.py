@@ -29,7 +29,8 @@ R = TypeVar("R", bound=_Record)
 
 def replace(record: R, **changes: Any) -> R:
     """`dataclasses.replace` for these records: a copy with `changes`."""
-    values = dict(zip(record._FIELDS, record._values()))
+    fields = record._FIELDS
+    values = dict(zip(fields, map(record.__getattribute__, fields)))
     values.update(changes)
     return type(record)(**values)
 

@@ -69,3 +69,12 @@ def test_a_finding_with_nothing_to_escape_is_kept_not_copied() -> None:
     assert checker._printable_finding(plain) is plain
     escaped = checker._printable_finding(replace(plain, path="a\x1b.md"))
     assert escaped == replace(plain, path="a\\x1b.md")
+
+
+def test_the_documents_rules_see_are_the_scans_without_the_index() -> None:
+    scan = engine.Scan(Path("/nowhere"))
+    for path, kind in ((f"{VAULT_PREFIX}pages/a.md", "page"), (f"{VAULT_PREFIX}index.md", "x"),
+                       (f"{VAULT_PREFIX}daily/d.md", "daily"), (f"{VAULT_PREFIX}raw/r.md", "x")):
+        engine.file_document(scan, engine.Document(path, "", None, []), kind)
+    assert [document.path for document in Context(scan).documents()] == [
+        f"{VAULT_PREFIX}pages/a.md", f"{VAULT_PREFIX}daily/d.md", f"{VAULT_PREFIX}raw/r.md"]

@@ -7,6 +7,7 @@ Rules are pure functions of a `Context`. Paths inside the scan are relative to t
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Callable, Optional, TypeVar, Union
@@ -146,7 +147,10 @@ class Context(_Record):
 
     def documents(self) -> Iterator[engine.Document]:
         """Every vault Markdown file read by the scan, except the generated index."""
-        return (document for document in self.scan.documents() if document.path != INDEX_PATH)
+        scan = self.scan
+        # Only other Markdown can be the index: the pages and daily files pass in C.
+        return itertools.chain(scan.pages, scan.daily, (
+            document for document in scan.other_markdown if document.path != INDEX_PATH))
 
     def staged_changes(self) -> Mapping[str, str]:
         if self._changes is None:
