@@ -160,14 +160,7 @@ _SCOPE = ("--", "EchoesVault", ".echoes-vault", ".opencode", ".codex", ".claude"
 _LISTINGS = (("ls-files", "-z", "--cached", *_SCOPE),
              ("ls-files", "-z", "--others", "--exclude-standard", *_SCOPE),
              ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", *_SCOPE))
-# The merge-driver rule's two git commands (`rules.mergedriver`), spelled out likewise: the
-# rule runs them in the repository root, where a gate usually starts, and takes them from
-# there (`started`); else, started beside the walk, they would take the second CPU from the
-# page worker.
-_MERGE_DRIVER = (("config", "--show-origin", "-z", "--get-regexp", r"^merge\.echoes-vault\."),
-                 ("rev-parse", "--git-path", "info/attributes"))
-# The folder (resolved) -> the git started there by arguments, until taken or ended.
-_listings: dict[str, dict[tuple[str, ...], subprocess.Popen[bytes]]] = {}
+_listings: dict[str, list[subprocess.Popen[bytes]]] = {}
 
 
 def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
@@ -184,9 +177,9 @@ def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
         key = os.path.realpath(folder)
         _toplevels[key] = _git(folder, _TOPLEVEL)
         if _whole_vault(command, rest):
-            _listings[key] = early = {}  # filled in turn: each one started is collected
-            for listing in (*_LISTINGS, *_MERGE_DRIVER):
-                early[listing] = _git(folder, listing)
+            _listings[key] = []  # filled in turn: each one started is collected
+            for listing in _LISTINGS:
+                _listings[key].append(_git(folder, listing))
     except (OSError, subprocess.SubprocessError):
         return  # the check runs git itself, and says why it cannot
 
@@ -211,19 +204,12 @@ def listings(folder: str) -> Optional[list[tuple[Optional[subprocess.Popen[bytes
                                                  Optional[str]]]]:
     """The `engine.git_listings()` started in `folder` (resolved) for this run, if all
     started: `engine.collect_git_facts` collects them."""
-    early = _listings.get(os.path.realpath(folder), {})
-    taken = [early.pop(listing) for listing in _LISTINGS if listing in early]
-    if len(taken) == len(_LISTINGS):
-        return [(process, None) for process in taken]
-    for process in taken:
+    started = _listings.pop(os.path.realpath(folder), None)
+    if started is not None and len(started) == len(_LISTINGS):
+        return [(process, None) for process in started]
+    for process in started or ():
         _end(process)
     return None
-
-
-def started(folder: str, args: tuple[str, ...]) -> Optional[subprocess.Popen[bytes]]:
-    """The git of `_MERGE_DRIVER` with `args` started in `folder` (resolved) for this run, if
-    any: `engine.git_finish` collects it."""
-    return _listings.get(os.path.realpath(folder), {}).pop(args, None)
 
 
 def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
@@ -242,9 +228,9 @@ def _discard_toplevel() -> None:
 
 
 def discard_listings() -> None:
-    """End and collect the listings (and the merge-driver rule's git) nothing took."""
+    """End and collect the listings no scan took."""
     while _listings:
-        for process in _listings.popitem()[1].values():
+        for process in _listings.popitem()[1]:
             _end(process)
 
 

@@ -281,16 +281,15 @@ def test_a_whole_vault_gate_takes_the_listings_started_before_it_loaded(
     listings = _Listings(monkeypatch)
     status = cli.main(command)
     early = capsys.readouterr().out
-    # rev-parse, the listings, the merge-driver rule's two
-    assert len(listings.started) == 6 and listings.collected()
-    assert [[process for process, _cause in listings.given[0]]] == [listings.started[1:4]]
+    assert len(listings.started) == 4 and listings.collected()  # rev-parse and the listings
+    assert [[process for process, _cause in listings.given[0]]] == [listings.started[1:]]
     # As the Action runs it: started in the folder --workspace names, and taken there.
     assert cli.main([*command, f"--workspace={repo}"]) == status
-    assert len(listings.started) == 12 and listings.collected()
-    assert [process for process, _cause in listings.given[1]] == listings.started[7:10]
+    assert len(listings.started) == 8 and listings.collected()
+    assert [process for process, _cause in listings.given[1]] == listings.started[5:]
     assert capsys.readouterr().out == early  # the same report
     assert cli.main([*command, "--workspace", str(repo), f"--workspace={repo}"]) == status
-    assert len(listings.started) == 12 and listings.given[2] is None  # which one: not guessed
+    assert len(listings.started) == 8 and listings.given[2] is None  # which one: not guessed
     assert capsys.readouterr().out == early
     assert "EV022" in early and "EV050" in early
 
@@ -317,8 +316,8 @@ def test_listings_no_scan_takes_are_ended(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(repo)
     listings = _Listings(monkeypatch)
     assert cli.main(["check"]) == 0
-    assert len(listings.started) == 6 and listings.collected()
+    assert len(listings.started) == 4 and listings.collected()
     assert listings.given == [None]  # the scan of docs/ asked git itself
     assert cli.main(["check", "--bogus"]) == 2  # a usage error: ended too
-    assert len(listings.started) == 12 and listings.collected()
+    assert len(listings.started) == 8 and listings.collected()
     capsys.readouterr()

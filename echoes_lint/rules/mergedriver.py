@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from echoes_lint import cli, engine
+from echoes_lint import engine
 from echoes_lint.findings import RULES, Finding
 from echoes_lint.merge import ATTRIBUTES_LINE
 from echoes_lint.merge.install import (
@@ -70,17 +70,11 @@ _prefetched: dict[Path, _Git] = {}
 
 
 def prefetch(top: Path) -> None:
-    """Start the rule's two git commands in `top` now, or take them if the gate started them
-    there before it loaded (`cli.started`): they then run while the vault is read, not one
-    after the other after it (about 5 ms)."""
+    """Start the rule's two git commands in `top` now: they then run while the vault is read,
+    not one after the other after it (about 5 ms)."""
     discard()
     _prefetched[top] = answers = _Git(top)
-    for args in (_CONFIG, _ATTRIBUTES):
-        early = cli.started(str(top), args)
-        if early is not None:
-            answers.started[args] = (early, None)
-        else:
-            answers.start(args)
+    answers.start(_CONFIG, _ATTRIBUTES)
 
 
 def discard() -> None:
