@@ -188,7 +188,7 @@ class Context(_Record):
                 # The files on disk, and of Git's paths only those not among them (in C: the
                 # deleted, the gitlinks and the local-only paths) are tested one by one.
                 paths = set(self.scan.files)
-                paths.update(path for path in self.index - self.scan.files.keys()
+                paths.update(path for path in frozenset(self.index).difference(self.scan.files)
                              if path.startswith(VAULT_PREFIX))
                 paths.update(path for path in self.scan.symlinks if path.startswith(VAULT_PREFIX))
             if self.gitlinks:  # a submodule's files belong to another repository
