@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from echoes_lint import checker, engine
 from echoes_lint.findings import Finding, Severity, replace
 from echoes_lint.rules import names
-from echoes_lint.rules.context import VAULT_PREFIX, Context
+from echoes_lint.rules.context import VAULT_PREFIX, Context, GitIndex
 
 # Letters that fold or upper-case oddly (dotless i, long s, Kelvin, ligatures, sharp s), blanks
 # that are not printable, control characters, and each device name in mixed case.
@@ -52,9 +52,11 @@ def test_the_vault_paths_of_a_whole_vault_check_are_gits_and_the_disks(
     scan = engine.Scan(Path("/nowhere"))
     scan.files = {path: (1, 0.0) for path in sorted(files)}
     scan.symlinks = links
-    found = Context(scan, "", True, index).vault_paths()
-    assert found == {path for path in index if path.startswith(VAULT_PREFIX)} | files | {
+    expected = {path for path in index if path.startswith(VAULT_PREFIX)} | files | {
         path for path in links if path.startswith(VAULT_PREFIX)}
+    assert Context(scan, "", True, index).vault_paths() == expected
+    listed = GitIndex((tuple(sorted(index)), frozenset()))  # an index a hook's context holds
+    assert Context(scan, "", True, listed).vault_paths() == expected
 
 
 @settings(max_examples=1000, deadline=None, derandomize=True)
