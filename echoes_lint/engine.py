@@ -2722,26 +2722,16 @@ class FileCache:
         planned, which must be the pages read back. A summary that cannot follow is dropped
         (None), and so are the entries of the files written."""
         assert self.fresh is not None and self.summary is not None
-        try:
-            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
-                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
-        except OSError:
-            return self.fresh_stamp, None
-        stamp = file_clock(self.workspace, newest)
         prospect = table.prospect
-        if stamp is None or prospect is None:
+        found = self._read_back(written) if prospect is not None else None
+        if found is None or prospect is None:
             return self.fresh_stamp, None
+        stamp, documents = found
         summary = dict(self.summary)
         conflicts, days = list(summary["conflicts"]), dict(summary["days"])
         appended: Dict[str, List[Any]] = {}
         lines: List[Tuple[str, str]] = []
-        for relative, kind in written:
-            document, info = _load_document(os.path.join(self.workspace, relative), relative,
-                                            kind == "page")
-            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
-                else cache_record(kind, document, info)
-            if record is None:
-                return self.fresh_stamp, None
+        for relative, kind, document, record in documents:
             known = self._known(relative)
             if kind == "page":
                 at = _position(prospect.names, document.name)
@@ -2757,11 +2747,10 @@ class FileCache:
                 days[day] = days.get(day, 0) + _ENTRY_HEADINGS.func(document)
             if has_protocol_conflict(document.markers):
                 conflicts.append(vault_relative(relative))
-            assert info is not None
             appended[relative] = record
             self.stale += known
             self.total += not known
-            lines.append((relative, _signature_line(document.name, info)))
+            lines.append((relative, _record_line(document.name, record)))
         self.appended = appended
         for relative, line in lines:
             self._line(relative, line)
@@ -2771,6 +2760,33 @@ class FileCache:
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
+
+    def _read_back(self, written: List[Tuple[str, str]]) -> Optional[Tuple[
+            int, List[Tuple[str, str, Document, List[Any]]]]]:
+        """(stamp, [(path, kind, document, entry)]) of the vault Markdown files a writer wrote,
+        read back once the file system's clock passed their times (the racily-clean rule: the
+        stamp is that clock), or None when one of them cannot be recorded. Nothing written:
+        the lock's stamp."""
+        if not written:
+            return self.fresh_stamp, []
+        try:
+            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
+                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
+        except OSError:
+            return None
+        stamp = file_clock(self.workspace, newest)
+        if stamp is None:
+            return None
+        found = []
+        for relative, kind in written:
+            document, info = _load_document(os.path.join(self.workspace, relative), relative,
+                                            kind == "page")
+            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
+                else cache_record(kind, document, info)
+            if record is None:
+                return None
+            found.append((relative, kind, document, record))
+        return stamp, found
 
     def _known(self, relative: str) -> bool:
         """Whether the walk met an entry for `relative` (in a folder matched whole or not)."""
@@ -2830,16 +2846,89 @@ class FileCache:
                                if old.get(path) is record or old.get(path) == record)
         changed = len(self.fresh) - same + len(old) + self.compared - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
-        # Every document of the walk has an entry: a summary of them can stand for them all.
+        # Every document of the walk has an entry: a summary of them can stand for them all,
+        # once it describes the vault as this writer leaves it (`_recover`).
         complete = len(self.fresh) == sum(1 for document in scan.documents()
                                           if document.path not in _UNCACHED)
-        if changed == 0 and self._folders() == self.dirs and (
-                self.summary is not None or not complete or not self.fresh):
-            return  # an idempotent command leaves the cache, like every file, as it was
-        if (self.state == "valid" and self.trusted and changed < enough
-                and (self.summary is not None or not complete)):
+        recovered = self._recover(scan, _written_markdown(changes)) if complete else None
+        if recovered is None:
+            if (changed == 0 and self._folders() == self.dirs) or (
+                    self.state == "valid" and self.trusted and changed < enough):
+                return  # an idempotent command leaves the cache, like every file, as it was
+            self._write(self.fresh_stamp, None)
             return
-        self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
+        # The summary could not stand for this walk (a change made outside the engine, a cache
+        # of another engine, none yet): whatever changed, the next command must find one that
+        # does, or every later writer and `status` builds every document again.
+        stamp, summary = recovered
+        if changed == 0 and not self.appended and summary == self.summary \
+                and self._folders() == self.dirs:
+            return
+        if self.state == "valid" and self.trusted and self._append_changed(old, stamp, summary):
+            return
+        self.appended = {}
+        self._write(stamp, summary)
+
+    def _recover(self, scan: Scan, written: List[Tuple[str, str]],
+                 ) -> Optional[Tuple[int, Dict[str, Any]]]:
+        """(stamp, summary) of a complete walk for which the summary could not stand, brought
+        to the vault as the writer leaves it: the vault Markdown files it wrote get their
+        entries (in `fresh` and `appended`, read back as `_read_back` reads them) and their
+        documents replace or join the walk's in the summary. None: one cannot be recorded.
+        Folders walked entry by entry whose every entry has its line get their sorted lines,
+        as a folder matched whole has them: the next writer may match them on Git's word."""
+        assert self.fresh is not None
+        found = self._read_back(written)
+        if found is None:
+            return None
+        stamp, documents = found
+        grouped: Dict[str, List[str]] = {}
+        incomplete: Set[str] = set()
+        for relative in self.fresh:
+            folder = relative.rpartition("/")[0]
+            if folder in self.folder_lines or folder in self.fast:
+                continue
+            line = self.lines.get(relative)
+            if line is None:
+                incomplete.add(folder)
+            else:
+                grouped.setdefault(folder, []).append(line)
+        for folder, lines in grouped.items():
+            if folder not in incomplete:
+                self.folder_lines[folder] = sorted(lines)
+        view = scan.copy()
+        view.pages, view.daily, view.other_markdown = (
+            list(scan.pages), list(scan.daily), list(scan.other_markdown))
+        for relative, kind, document, record in documents:
+            _settle(document, kind)
+            _let_go(document)
+            self.fresh[relative] = self.appended[relative] = record
+            line = _record_line(document.name, record)
+            self._line(relative, line)
+            self.written_lines[relative] = line
+            _file_in_order(view.pages if kind == "page" else view.daily if kind == "daily"
+                           else view.other_markdown, document)
+        return stamp, vault_facts(view, rows=True)
+
+    def _append_changed(self, old: Dict[str, Any], stamp: int, summary: Dict[str, Any]) -> bool:
+        """`_append` of every entry of `fresh` that is not `old`'s (the files read afresh and
+        those written), with `summary`. False: an entry of `old` is gone (no segment can drop
+        it), too many would be replaced, or `_append` refused; every entry is written again."""
+        assert self.fresh is not None
+        fresh = self.fresh
+        if any(path not in fresh for path in old):
+            return False
+        changed = {path: record for path, record in fresh.items()
+                   if old.get(path) is not record and old.get(path) != record}
+        replaced = sum(1 for path in changed if path in old)
+        if self.stale + replaced > max(CACHE_MIN_CHANGES, len(fresh) // CACHE_CHANGE_SHARE):
+            return False
+        folders = self._folders()
+        # `_append` computes again the signatures of the folders it appends to (a folder
+        # matched on Git's word from the one it matched: kept as it was) and takes the others.
+        self.dirs = {**folders, **{folder: self.dirs[folder] for folder in self.fast}}
+        self.appended, self.stale, self.total = changed, self.stale + replaced, len(fresh)
+        return self._append(stamp, summary)
 
     def _folders(self) -> Dict[str, Optional[str]]:
         """The signature of each folder holding entries of `fresh` (None unless every entry
@@ -3058,6 +3147,23 @@ class FileCache:
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _file_in_order(documents: List[Document], document: Document) -> None:
+    """Put `document` among `documents` (in `finish_scan`'s order), in place of the one of its
+    path if there is one."""
+    key = page_sort_key(document.path)
+    low, high = 0, len(documents)
+    while low < high:
+        middle = (low + high) // 2
+        if page_sort_key(documents[middle].path) < key:
+            low = middle + 1
+        else:
+            high = middle
+    if low < len(documents) and documents[low].path == document.path:
+        documents[low] = document
+    else:
+        documents.insert(low, document)
 
 
 def _folder_signature(lines: List[str]) -> str:
