@@ -2155,9 +2155,11 @@ def _cached_meta(item: object) -> PageMeta:
             raise ValueError("an invalid page entry has a summary")
     elif type(kind) is str and type(status) is str and type(summary) is str:
         problems = ()
+        # A vault holds a few types and statuses: one string of each, not two a page.
+        kind, status = sys.intern(kind), sys.intern(status)
     else:
         raise ValueError("a valid page entry lacks its type, status or summary")
-    return PageMeta({}, problems, open_line, close_line, type=kind, status=status,
+    return PageMeta(_NO_FIELDS, problems, open_line, close_line, type=kind, status=status,
                     summary=summary, close_index=close_index)
 
 
@@ -2175,7 +2177,7 @@ def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
     if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
                                     or len(markers_raw) > CACHE_MAX_MARKERS):
         raise ValueError("its markers are malformed")
-    markers: List[Tuple[int, str]] = []
+    markers: List[Tuple[int, str]] = [] if markers_raw else _NO_MARKERS
     for item in markers_raw or ():
         if not (isinstance(item, list) and len(item) == 2 and _is_int(item[0])
                 and item[1] in _MARKER_KINDS):
@@ -2247,7 +2249,7 @@ def _settle(document: Document, kind: str) -> None:
     """Compute the cached properties a command will ask for, without their lock (Python
     before 3.12 takes one per first access), and before the text is dropped."""
     if kind == "page":
-        document.__dict__["page_problems"] = _PAGE_PROBLEMS.func(document)
+        document.__dict__["page_problems"] = _PAGE_PROBLEMS.func(document) or _NO_PROBLEMS
     elif kind == "daily" and "entry_headings" not in document.__dict__:
         document.__dict__["entry_headings"] = _ENTRY_HEADINGS.func(document)
 
@@ -2327,6 +2329,9 @@ class FileCache:
         self.fast_names: List[str] = []  # the last one's, as listed
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
+        # A writer's entries that differ from the cache's once compared (`_compare`), True for
+        # one that replaces an entry of the cache; None until compared.
+        self.renewed: Optional[Dict[str, bool]] = None
         self.to_check: Optional[Dict[str, List[str]]] = None
 
     @property
@@ -2692,6 +2697,30 @@ class FileCache:
             if record is None and self.fresh is not None and self.state == "valid":
                 self.fresh[relative] = self.entries[relative]  # its line is its folder's
             file_document(scan, document, kind)
+        if self.fresh is not None and self.trusted and self.state == "valid":
+            self._compare()  # before the writer's peak: the cache's entries are freed
+
+    def _compare(self) -> Dict[str, bool]:
+        """`renewed`: a writer's entries compared with the cache's once its walk made every
+        document (the summary did not stand), counted in `compared` and `same`. The cache's
+        entries then keep only those the walk did not meet (gone, or not recorded again):
+        the others are freed, with their keys and table (~16 MB at 100,000 pages)."""
+        assert self.fresh is not None
+        if self.renewed is None:
+            self.renewed = {}
+            old = self.entries
+            for relative, record in self.fresh.items():
+                before = old.pop(relative, None)
+                if before is None:
+                    self.renewed[relative] = False
+                elif before is record or before == record:
+                    self.compared += 1
+                    self.same += 1
+                else:
+                    self.compared += 1
+                    self.renewed[relative] = True
+            self.entries = dict(old)  # (a table of their size)
+        return self.renewed
 
     def document(self, relative: str, kind: str, record: Optional[List[Any]] = None,
                  ) -> Document:
@@ -2841,7 +2870,9 @@ class FileCache:
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
-        old = self.entries  # less those a rebuild compared already (`_keep`)
+        if self.state == "valid" and self.trusted:
+            self._compare()  # (`settle` compared them already when it made every document)
+        old = self.entries  # less those compared already (a rebuild's `_keep`, `_compare`)
         same = self.same + sum(1 for path, record in self.fresh.items()
                                if old.get(path) is record or old.get(path) == record)
         changed = len(self.fresh) - same + len(old) + self.compared - same
@@ -2899,15 +2930,27 @@ class FileCache:
         view = scan.copy()
         view.pages, view.daily, view.other_markdown = (
             list(scan.pages), list(scan.daily), list(scan.other_markdown))
+        renewed = self._compare() if self.trusted and self.state == "valid" else {}
         for relative, kind, document, record in documents:
             _settle(document, kind)
             _let_go(document)
+            folder, _, name = relative.rpartition("/")
+            if relative in self.fresh:
+                if folder in self.fast:  # the line `_git_signature` takes out of its folder's
+                    self.lines.setdefault(relative, _record_line(name, self.fresh[relative]))
+                renewed.setdefault(relative, True)
+            else:
+                renewed[relative] = False
             self.fresh[relative] = self.appended[relative] = record
             line = _record_line(document.name, record)
             self._line(relative, line)
             self.written_lines[relative] = line
             _file_in_order(view.pages if kind == "page" else view.daily if kind == "daily"
                            else view.other_markdown, document)
+        # The stems the writer's plan memoised are not asked for again (a scan's render takes
+        # ASCII names in bulk): freed before the summary's render, the writer's peak (~16 MB
+        # at 100,000 pages).
+        page_stem.cache_clear()
         return stamp, vault_facts(view, rows=True)
 
     def _append_changed(self, old: Dict[str, Any], stamp: int, summary: Dict[str, Any]) -> bool:
@@ -2915,12 +2958,11 @@ class FileCache:
         those written), with `summary`. False: an entry of `old` is gone (no segment can drop
         it), too many would be replaced, or `_append` refused; every entry is written again."""
         assert self.fresh is not None
-        fresh = self.fresh
-        if any(path not in fresh for path in old):
+        fresh, renewed = self.fresh, self._compare()
+        if old:
             return False
-        changed = {path: record for path, record in fresh.items()
-                   if old.get(path) is not record and old.get(path) != record}
-        replaced = sum(1 for path in changed if path in old)
+        changed = {path: fresh[path] for path in renewed}
+        replaced = sum(renewed.values())
         if self.stale + replaced > max(CACHE_MIN_CHANGES, len(fresh) // CACHE_CHANGE_SHARE):
             return False
         folders = self._folders()
@@ -3751,22 +3793,31 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
     AGENT_PROTOCOL.md (read by every command): the cache's summary (see "The local cache"), so
     that a scan in which every entry still matches builds no document. With `rows`, also the
     facts of the index rows for the index as rendered, which apply while the index is current."""
+    pages = scan_index_pages(scan)
+    names = [name for name, _meta, _problems in pages]  # (each `name` makes a string)
     try:
-        rendered: Optional[str] = build_index(scan_index_pages(scan))
+        rendered: Optional[str] = build_index(pages)
         error = None
     except VaultError as exc:
         rendered, error = None, str(exc)
+    # The rendered index is hashed a megabyte at a time, and held only while its rows' facts
+    # need it: no copy of its bytes beside it (a writer's cache holds its peak memory then).
+    del pages
+    index = None if rendered is None else text_digest(rendered)
+    rows_facts = (rendered_row_facts(names, rendered)
+                  if rows and rendered is not None else None)
+    del rendered
     days: Dict[str, int] = {}
     for document in scan.daily:
         day = daily_day(document.path)
         days[day] = days.get(day, 0) + document.entry_headings
     return {
-        "pages": len(scan.pages),
+        "pages": len(names),
         "daily": len(scan.daily),
-        "index": None if rendered is None else sha256_text(rendered),
+        "index": index,
         "error": error,
         # In index order: a writer's `PageTable` looks names up by bisection.
-        "names": [d.name for d in scan.pages],
+        "names": names,
         "deprecated": sorted(stored_stem(d.name) for d in scan.pages
                              if d.meta and d.meta.valid and d.meta.deprecated),
         "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
@@ -3775,8 +3826,7 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
                       if d.markers and d.path not in _UNCACHED
                       and has_protocol_conflict(d.markers)],
         "days": days,
-        "rows": (rendered_row_facts([d.name for d in scan.pages], rendered)
-                 if rows and rendered is not None else None),
+        "rows": rows_facts,
     }
 
 
