@@ -2645,6 +2645,10 @@ class FileCache:
             name = relative.rpartition("/")[2]
             try:
                 info = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                if checks.get(relative) == "":
+                    continue  # no entry, still gone
+                return False
             except OSError:
                 return False
             line = _signature_line(name, info)
@@ -3065,7 +3069,8 @@ class FileCache:
             # mtime is in the future (a clock stepped back, an index restored with its times)
             # must not vouch for a file changed in the last second.
             racy = min(self.git_index[2], self.fresh_stamp) - 1_000_000_000
-            wanted = {*self.reported, *self.refreshed, *current}
+            # An entry read afresh is vouched for as any other (a rebuild's, `init`'s are all).
+            wanted = {*self.reported, *current}
             for relative, line in self._lines():
                 _name, _size, mtime, ctime, _ino = line.split("/")
                 if relative not in tracked or int(mtime) >= racy or int(ctime) >= racy:
@@ -3074,8 +3079,10 @@ class FileCache:
         lines = dict(self._lines(wanted))
         for relative in sorted(wanted):  # the head's bytes follow the files, not a hash seed
             found = current.get(relative) or lines.get(relative)
-            if found is not None:  # else not an entry now: nothing to check
+            if found is not None:
                 check[relative] = found
+            elif relative in self.reported:  # no entry: a tracked file deleted, which Git
+                check[relative] = ""  # reports until the deletion is committed (stays gone)
         if len(check) > CACHE_GIT_CHECKS or git_index_identity(self.workspace) != self.git_index:
             return None
         written: Dict[str, Set[str]] = {}
