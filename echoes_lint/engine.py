@@ -2896,9 +2896,9 @@ class FileCache:
         # of another engine, none yet): whatever changed, the next command must find one that
         # does, or every later writer and `status` builds every document again.
         stamp, summary = recovered
-        if changed == 0 and not self.appended and summary == self.summary \
+        if changed == 0 and not self.appended and (summary == self.summary or not self.fresh) \
                 and self._folders() == self.dirs:
-            return
+            return  # (a vault without a file to cache gets no cache)
         if self.state == "valid" and self.trusted and self._append_changed(old, stamp, summary):
             return
         self.appended = {}
