@@ -2332,6 +2332,7 @@ class FileCache:
         # A writer's entries that differ from the cache's once compared (`_compare`), True for
         # one that replaces an entry of the cache; None until compared.
         self.renewed: Optional[Dict[str, bool]] = None
+        self.sealed: Optional[str] = None  # `_sealed` of a summary set aside by `settle`
         self.to_check: Optional[Dict[str, List[str]]] = None
 
     @property
@@ -2703,6 +2704,8 @@ class FileCache:
             file_document(scan, document, kind)
         if self.fresh is not None and self.trusted and self.state == "valid":
             self._compare()  # before the writer's peak: the cache's entries are freed
+            if summary is not None:  # only compared with the one `save` leaves: its digest
+                self.sealed, self.summary = _sealed(summary), None  # (7 MB at 100,000 pages)
 
     def _compare(self) -> Dict[str, bool]:
         """`renewed`: a writer's entries compared with the cache's once its walk made every
@@ -2896,7 +2899,8 @@ class FileCache:
         # of another engine, none yet): whatever changed, the next command must find one that
         # does, or every later writer and `status` builds every document again.
         stamp, summary = recovered
-        if changed == 0 and not self.appended and (summary == self.summary or not self.fresh) \
+        kept = summary == self.summary if self.sealed is None else _sealed(summary) == self.sealed
+        if changed == 0 and not self.appended and (kept or not self.fresh) \
                 and self._folders() == self.dirs:
             return  # (a vault without a file to cache gets no cache)
         if self.state == "valid" and self.trusted and self._append_changed(old, stamp, summary):
@@ -2928,9 +2932,12 @@ class FileCache:
                 incomplete.add(folder)
             else:
                 grouped.setdefault(folder, []).append(line)
-        for folder, lines in grouped.items():
-            if folder not in incomplete:
-                self.folder_lines[folder] = sorted(lines)
+        promoted = [folder for folder in grouped if folder not in incomplete]
+        for folder in promoted:
+            self.folder_lines[folder] = sorted(grouped[folder])
+        if promoted:  # their lines are their folders' now: the table that held them is freed
+            self.lines = {relative: line for relative, line in self.lines.items()
+                          if relative.rpartition("/")[0] not in self.folder_lines}
         view = scan.copy()
         view.pages, view.daily, view.other_markdown = (
             list(scan.pages), list(scan.daily), list(scan.other_markdown))
@@ -3196,6 +3203,11 @@ class FileCache:
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _sealed(summary: Dict[str, Any]) -> str:
+    """A digest of a cache's summary that two equal summaries share."""
+    return hashlib.sha256(json.dumps(summary, sort_keys=True).encode("ascii")).hexdigest()
 
 
 def _file_in_order(documents: List[Document], document: Document) -> None:
