@@ -22,7 +22,10 @@ every file whatever the cache holds: `rebuild-index` (with nothing changed: it l
 and the cache as they were) and `status` with the cache moved aside for the run (a fresh
 clone's), timed with the read-only commands and printed last. It prints the median wall time
 and the peak resident memory of each command (the child's own `ru_maxrss`, from wait4), then
-the issue's ratios measured in this run.
+the issue's ratios measured in this run. After the steady-state writers it times one more
+scenario, printed under the table: one page edited outside the engine, then `upsert` twice (the
+write that meets the change, and the one after it, which should cost what a steady-state
+`upsert` costs: the first left a cache that describes the vault as it left it).
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ CACHE = ".echoes-vault/cache.json"
 LAYOUT = 1
 GIT_IDENTITY = ("-c", "user.name=bench", "-c", "user.email=bench@example.invalid",
                 "-c", "commit.gpgsign=false")
+
+# The scenario after an outside edit (printed under the table, not in it): the write that meets
+# the change, then the one after it.
+CLIFF = ("upsert (edited outside)", "upsert (the next)")
+EDITED = "EchoesVault/pages/page-000005.md"
 
 BODY = "\n".join(f"Paragraph {i} about services, tokens and [[page-{i:06d}]]." for i in range(20))
 
@@ -218,7 +226,7 @@ def payloads(scratch: Path, run_number: int) -> None:
 def measure(repo: Path, repeat: int, env: Dict[str, str],
             python: str) -> Dict[str, Tuple[float, int]]:
     """Median seconds and peak KiB of every command, interleaved over `repeat` rounds after one
-    warm-up round."""
+    warm-up round; then of the two writes after an outside edit (`CLIFF`)."""
     samples: Dict[str, List[Tuple[float, int]]] = {}
     cold_samples: Dict[str, List[Tuple[float, int]]] = {}  # printed after the writers
     with tempfile.TemporaryDirectory(prefix="echoes-bench-payload-") as temporary:
@@ -239,6 +247,17 @@ def measure(repo: Path, repeat: int, env: Dict[str, str],
             payloads(scratch, round_number)
             for name, command in writers.items():
                 seconds, peak, _status = run(command, repo, env)
+                if round_number:
+                    samples.setdefault(name, []).append((seconds, peak))
+        for round_number in range(repeat + 1):
+            with open(repo / EDITED, "a", encoding="utf-8") as handle:  # as an editor saves it
+                handle.write(f"\nEdited outside the engine ({round_number}).\n")
+            for number, name in enumerate(CLIFF):
+                payload = scratch / f"cliff-{number}.json"
+                payload.write_text(json.dumps({
+                    "filename": f"bench-cliff-{round_number:04d}-{number}.md",
+                    "content": page(800_000 + 2 * round_number + number)}))
+                seconds, peak, _status = run([*writers["upsert"][:-1], str(payload)], repo, env)
                 if round_number:
                     samples.setdefault(name, []).append((seconds, peak))
     samples.update(cold_samples)
@@ -275,7 +294,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def report(results: Dict[int, Dict[str, Tuple[float, int]]], repeat: int) -> None:
     sizes = sorted(results)
-    names = list(results[sizes[0]])
+    names = [name for name in results[sizes[0]] if name not in CLIFF]
     print(f"\nPython {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {repeat} runs; "
           "ms / peak MB\n")
     print(f"{'command':<18}" + "".join(f"{f'{size:,} pages':>22}" for size in sizes))
@@ -301,6 +320,13 @@ def report(results: Dict[int, Dict[str, Tuple[float, int]]], repeat: int) -> Non
         print(f"  {size:>7,} pages, cold paths: " + ", ".join(
             f"{name}/floor {results[size][name][0] / floor:.2f}x"
             for name in ("rebuild-index", "status (no cache)")))
+    print("\nOne page edited outside the engine, then `upsert` twice (ms / peak MB; the next "
+          "write over the steady-state `upsert` in brackets, target about 1x)")
+    for size in sizes:
+        (first, first_peak), (second, second_peak) = (results[size][name] for name in CLIFF)
+        print(f"  {size:>7,} pages: the write meeting the change {first * 1000:.0f} ms "
+              f"{first_peak / 1024:.0f} MB, the next {second * 1000:.0f} ms "
+              f"{second_peak / 1024:.0f} MB  [{second / results[size]['upsert'][0]:.2f}x]")
     peak = max(peak for size in sizes for _s, peak in results[size].values())
     print(f"  peak memory of any command (cold paths included): {peak / 1024:.0f} MB  "
           "[< 300 MB at 100k]")

@@ -2155,9 +2155,11 @@ def _cached_meta(item: object) -> PageMeta:
             raise ValueError("an invalid page entry has a summary")
     elif type(kind) is str and type(status) is str and type(summary) is str:
         problems = ()
+        # A vault holds a few types and statuses: one string of each, not two a page.
+        kind, status = sys.intern(kind), sys.intern(status)
     else:
         raise ValueError("a valid page entry lacks its type, status or summary")
-    return PageMeta({}, problems, open_line, close_line, type=kind, status=status,
+    return PageMeta(_NO_FIELDS, problems, open_line, close_line, type=kind, status=status,
                     summary=summary, close_index=close_index)
 
 
@@ -2175,7 +2177,7 @@ def cached_document(relative: str, kind: str, record: List[Any]) -> Document:
     if markers_raw is not None and (type(markers_raw) is not list or not markers_raw
                                     or len(markers_raw) > CACHE_MAX_MARKERS):
         raise ValueError("its markers are malformed")
-    markers: List[Tuple[int, str]] = []
+    markers: List[Tuple[int, str]] = [] if markers_raw else _NO_MARKERS
     for item in markers_raw or ():
         if not (isinstance(item, list) and len(item) == 2 and _is_int(item[0])
                 and item[1] in _MARKER_KINDS):
@@ -2247,7 +2249,7 @@ def _settle(document: Document, kind: str) -> None:
     """Compute the cached properties a command will ask for, without their lock (Python
     before 3.12 takes one per first access), and before the text is dropped."""
     if kind == "page":
-        document.__dict__["page_problems"] = _PAGE_PROBLEMS.func(document)
+        document.__dict__["page_problems"] = _PAGE_PROBLEMS.func(document) or _NO_PROBLEMS
     elif kind == "daily" and "entry_headings" not in document.__dict__:
         document.__dict__["entry_headings"] = _ENTRY_HEADINGS.func(document)
 
@@ -2327,6 +2329,10 @@ class FileCache:
         self.fast_names: List[str] = []  # the last one's, as listed
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
+        # A writer's entries that differ from the cache's once compared (`_compare`), True for
+        # one that replaces an entry of the cache; None until compared.
+        self.renewed: Optional[Dict[str, bool]] = None
+        self.sealed: Optional[str] = None  # `_sealed` of a summary set aside by `settle`
         self.to_check: Optional[Dict[str, List[str]]] = None
 
     @property
@@ -2640,6 +2646,10 @@ class FileCache:
             name = relative.rpartition("/")[2]
             try:
                 info = os.lstat(os.path.join(directory, name))
+            except FileNotFoundError:
+                if checks.get(relative) == "":
+                    continue  # no entry, still gone
+                return False
             except OSError:
                 return False
             line = _signature_line(name, info)
@@ -2692,6 +2702,32 @@ class FileCache:
             if record is None and self.fresh is not None and self.state == "valid":
                 self.fresh[relative] = self.entries[relative]  # its line is its folder's
             file_document(scan, document, kind)
+        if self.fresh is not None and self.trusted and self.state == "valid":
+            self._compare()  # before the writer's peak: the cache's entries are freed
+            if summary is not None:  # only compared with the one `save` leaves: its digest
+                self.sealed, self.summary = _sealed(summary), None  # (7 MB at 100,000 pages)
+
+    def _compare(self) -> Dict[str, bool]:
+        """`renewed`: a writer's entries compared with the cache's once its walk made every
+        document (the summary did not stand), counted in `compared` and `same`. The cache's
+        entries then keep only those the walk did not meet (gone, or not recorded again):
+        the others are freed, with their keys and table (~16 MB at 100,000 pages)."""
+        assert self.fresh is not None
+        if self.renewed is None:
+            self.renewed = {}
+            old = self.entries
+            for relative, record in self.fresh.items():
+                before = old.pop(relative, None)
+                if before is None:
+                    self.renewed[relative] = False
+                elif before is record or before == record:
+                    self.compared += 1
+                    self.same += 1
+                else:
+                    self.compared += 1
+                    self.renewed[relative] = True
+            self.entries = dict(old)  # (a table of their size)
+        return self.renewed
 
     def document(self, relative: str, kind: str, record: Optional[List[Any]] = None,
                  ) -> Document:
@@ -2722,26 +2758,16 @@ class FileCache:
         planned, which must be the pages read back. A summary that cannot follow is dropped
         (None), and so are the entries of the files written."""
         assert self.fresh is not None and self.summary is not None
-        try:
-            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
-                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
-        except OSError:
-            return self.fresh_stamp, None
-        stamp = file_clock(self.workspace, newest)
         prospect = table.prospect
-        if stamp is None or prospect is None:
+        found = self._read_back(written) if prospect is not None else None
+        if found is None or prospect is None:
             return self.fresh_stamp, None
+        stamp, documents = found
         summary = dict(self.summary)
         conflicts, days = list(summary["conflicts"]), dict(summary["days"])
         appended: Dict[str, List[Any]] = {}
         lines: List[Tuple[str, str]] = []
-        for relative, kind in written:
-            document, info = _load_document(os.path.join(self.workspace, relative), relative,
-                                            kind == "page")
-            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
-                else cache_record(kind, document, info)
-            if record is None:
-                return self.fresh_stamp, None
+        for relative, kind, document, record in documents:
             known = self._known(relative)
             if kind == "page":
                 at = _position(prospect.names, document.name)
@@ -2757,11 +2783,10 @@ class FileCache:
                 days[day] = days.get(day, 0) + _ENTRY_HEADINGS.func(document)
             if has_protocol_conflict(document.markers):
                 conflicts.append(vault_relative(relative))
-            assert info is not None
             appended[relative] = record
             self.stale += known
             self.total += not known
-            lines.append((relative, _signature_line(document.name, info)))
+            lines.append((relative, _record_line(document.name, record)))
         self.appended = appended
         for relative, line in lines:
             self._line(relative, line)
@@ -2771,6 +2796,33 @@ class FileCache:
                        names=prospect.names, deprecated=prospect.deprecated,
                        conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
         return stamp, summary
+
+    def _read_back(self, written: List[Tuple[str, str]]) -> Optional[Tuple[
+            int, List[Tuple[str, str, Document, List[Any]]]]]:
+        """(stamp, [(path, kind, document, entry)]) of the vault Markdown files a writer wrote,
+        read back once the file system's clock passed their times (the racily-clean rule: the
+        stamp is that clock), or None when one of them cannot be recorded. Nothing written:
+        the lock's stamp."""
+        if not written:
+            return self.fresh_stamp, []
+        try:
+            newest = max(max(info.st_mtime_ns, info.st_ctime_ns) for info in (
+                os.lstat(os.path.join(self.workspace, relative)) for relative, _kind in written))
+        except OSError:
+            return None
+        stamp = file_clock(self.workspace, newest)
+        if stamp is None:
+            return None
+        found = []
+        for relative, kind in written:
+            document, info = _load_document(os.path.join(self.workspace, relative), relative,
+                                            kind == "page")
+            record = None if info is None or max(info.st_mtime_ns, info.st_ctime_ns) >= stamp \
+                else cache_record(kind, document, info)
+            if record is None:
+                return None
+            found.append((relative, kind, document, record))
+        return stamp, found
 
     def _known(self, relative: str) -> bool:
         """Whether the walk met an entry for `relative` (in a folder matched whole or not)."""
@@ -2825,21 +2877,111 @@ class FileCache:
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             return
-        old = self.entries  # less those a rebuild compared already (`_keep`)
+        if self.state == "valid" and self.trusted:
+            self._compare()  # (`settle` compared them already when it made every document)
+        old = self.entries  # less those compared already (a rebuild's `_keep`, `_compare`)
         same = self.same + sum(1 for path, record in self.fresh.items()
                                if old.get(path) is record or old.get(path) == record)
         changed = len(self.fresh) - same + len(old) + self.compared - same
         enough = max(CACHE_MIN_CHANGES, len(self.fresh) // CACHE_CHANGE_SHARE)
-        # Every document of the walk has an entry: a summary of them can stand for them all.
+        # Every document of the walk has an entry: a summary of them can stand for them all,
+        # once it describes the vault as this writer leaves it (`_recover`).
         complete = len(self.fresh) == sum(1 for document in scan.documents()
                                           if document.path not in _UNCACHED)
-        if changed == 0 and self._folders() == self.dirs and (
-                self.summary is not None or not complete or not self.fresh):
-            return  # an idempotent command leaves the cache, like every file, as it was
-        if (self.state == "valid" and self.trusted and changed < enough
-                and (self.summary is not None or not complete)):
+        recovered = self._recover(scan, _written_markdown(changes)) if complete else None
+        if recovered is None:
+            if (changed == 0 and self._folders() == self.dirs) or (
+                    self.state == "valid" and self.trusted and changed < enough):
+                return  # an idempotent command leaves the cache, like every file, as it was
+            self._write(self.fresh_stamp, None)
             return
-        self._write(self.fresh_stamp, vault_facts(scan, rows=True) if complete else None)
+        # The summary could not stand for this walk (a change made outside the engine, a cache
+        # of another engine, none yet): whatever changed, the next command must find one that
+        # does, or every later writer and `status` builds every document again.
+        stamp, summary = recovered
+        kept = summary == self.summary if self.sealed is None else _sealed(summary) == self.sealed
+        if changed == 0 and not self.appended and (kept or not self.fresh) \
+                and self._folders() == self.dirs:
+            return  # (a vault without a file to cache gets no cache)
+        if self.state == "valid" and self.trusted and self._append_changed(old, stamp, summary):
+            return
+        self.appended = {}
+        self._write(stamp, summary)
+
+    def _recover(self, scan: Scan, written: List[Tuple[str, str]],
+                 ) -> Optional[Tuple[int, Dict[str, Any]]]:
+        """(stamp, summary) of a complete walk for which the summary could not stand, brought
+        to the vault as the writer leaves it: the vault Markdown files it wrote get their
+        entries (in `fresh` and `appended`, read back as `_read_back` reads them) and their
+        documents replace or join the walk's in the summary. None: one cannot be recorded.
+        Folders walked entry by entry whose every entry has its line get their sorted lines,
+        as a folder matched whole has them: the next writer may match them on Git's word."""
+        assert self.fresh is not None
+        found = self._read_back(written)
+        if found is None:
+            return None
+        stamp, documents = found
+        grouped: Dict[str, List[str]] = {}
+        incomplete: Set[str] = set()
+        for relative in self.fresh:
+            folder = relative.rpartition("/")[0]
+            if folder in self.folder_lines or folder in self.fast:
+                continue
+            line = self.lines.get(relative)
+            if line is None:
+                incomplete.add(folder)
+            else:
+                grouped.setdefault(folder, []).append(line)
+        promoted = [folder for folder in grouped if folder not in incomplete]
+        for folder in promoted:
+            self.folder_lines[folder] = sorted(grouped[folder])
+        if promoted:  # their lines are their folders' now: the table that held them is freed
+            self.lines = {relative: line for relative, line in self.lines.items()
+                          if relative.rpartition("/")[0] not in self.folder_lines}
+        view = scan.copy()
+        view.pages, view.daily, view.other_markdown = (
+            list(scan.pages), list(scan.daily), list(scan.other_markdown))
+        renewed = self._compare() if self.trusted and self.state == "valid" else {}
+        for relative, kind, document, record in documents:
+            _settle(document, kind)
+            _let_go(document)
+            folder, _, name = relative.rpartition("/")
+            if relative in self.fresh:
+                if folder in self.fast:  # the line `_git_signature` takes out of its folder's
+                    self.lines.setdefault(relative, _record_line(name, self.fresh[relative]))
+                renewed.setdefault(relative, True)
+            else:
+                renewed[relative] = False
+            self.fresh[relative] = self.appended[relative] = record
+            line = _record_line(document.name, record)
+            self._line(relative, line)
+            self.written_lines[relative] = line
+            _file_in_order(view.pages if kind == "page" else view.daily if kind == "daily"
+                           else view.other_markdown, document)
+        # The stems the writer's plan memoised are not asked for again (a scan's render takes
+        # ASCII names in bulk): freed before the summary's render, the writer's peak (~16 MB
+        # at 100,000 pages).
+        page_stem.cache_clear()
+        return stamp, vault_facts(view, rows=True)
+
+    def _append_changed(self, old: Dict[str, Any], stamp: int, summary: Dict[str, Any]) -> bool:
+        """`_append` of every entry of `fresh` that is not `old`'s (the files read afresh and
+        those written), with `summary`. False: an entry of `old` is gone (no segment can drop
+        it), too many would be replaced, or `_append` refused; every entry is written again."""
+        assert self.fresh is not None
+        fresh, renewed = self.fresh, self._compare()
+        if old:
+            return False
+        changed = {path: fresh[path] for path in renewed}
+        replaced = sum(renewed.values())
+        if self.stale + replaced > max(CACHE_MIN_CHANGES, len(fresh) // CACHE_CHANGE_SHARE):
+            return False
+        folders = self._folders()
+        # `_append` computes again the signatures of the folders it appends to (a folder
+        # matched on Git's word from the one it matched: kept as it was) and takes the others.
+        self.dirs = {**folders, **{folder: self.dirs[folder] for folder in self.fast}}
+        self.appended, self.stale, self.total = changed, self.stale + replaced, len(fresh)
+        return self._append(stamp, summary)
 
     def _folders(self) -> Dict[str, Optional[str]]:
         """The signature of each folder holding entries of `fresh` (None unless every entry
@@ -2934,7 +3076,8 @@ class FileCache:
             # mtime is in the future (a clock stepped back, an index restored with its times)
             # must not vouch for a file changed in the last second.
             racy = min(self.git_index[2], self.fresh_stamp) - 1_000_000_000
-            wanted = {*self.reported, *self.refreshed, *current}
+            # An entry read afresh is vouched for as any other (a rebuild's, `init`'s are all).
+            wanted = {*self.reported, *current}
             for relative, line in self._lines():
                 _name, _size, mtime, ctime, _ino = line.split("/")
                 if relative not in tracked or int(mtime) >= racy or int(ctime) >= racy:
@@ -2943,8 +3086,10 @@ class FileCache:
         lines = dict(self._lines(wanted))
         for relative in sorted(wanted):  # the head's bytes follow the files, not a hash seed
             found = current.get(relative) or lines.get(relative)
-            if found is not None:  # else not an entry now: nothing to check
+            if found is not None:
                 check[relative] = found
+            elif relative in self.reported:  # no entry: a tracked file deleted, which Git
+                check[relative] = ""  # reports until the deletion is committed (stays gone)
         if len(check) > CACHE_GIT_CHECKS or git_index_identity(self.workspace) != self.git_index:
             return None
         written: Dict[str, Set[str]] = {}
@@ -3058,6 +3203,28 @@ class FileCache:
         # Through the writers' own staging: no link followed, nothing torn, no temporary left.
         with contextlib.suppress(OSError, VaultError):
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
+
+
+def _sealed(summary: Dict[str, Any]) -> str:
+    """A digest of a cache's summary that two equal summaries share."""
+    return hashlib.sha256(json.dumps(summary, sort_keys=True).encode("ascii")).hexdigest()
+
+
+def _file_in_order(documents: List[Document], document: Document) -> None:
+    """Put `document` among `documents` (in `finish_scan`'s order), in place of the one of its
+    path if there is one."""
+    key = page_sort_key(document.path)
+    low, high = 0, len(documents)
+    while low < high:
+        middle = (low + high) // 2
+        if page_sort_key(documents[middle].path) < key:
+            low = middle + 1
+        else:
+            high = middle
+    if low < len(documents) and documents[low].path == document.path:
+        documents[low] = document
+    else:
+        documents.insert(low, document)
 
 
 def _folder_signature(lines: List[str]) -> str:
@@ -3645,22 +3812,31 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
     AGENT_PROTOCOL.md (read by every command): the cache's summary (see "The local cache"), so
     that a scan in which every entry still matches builds no document. With `rows`, also the
     facts of the index rows for the index as rendered, which apply while the index is current."""
+    pages = scan_index_pages(scan)
+    names = [name for name, _meta, _problems in pages]  # (each `name` makes a string)
     try:
-        rendered: Optional[str] = build_index(scan_index_pages(scan))
+        rendered: Optional[str] = build_index(pages)
         error = None
     except VaultError as exc:
         rendered, error = None, str(exc)
+    # The rendered index is hashed a megabyte at a time, and held only while its rows' facts
+    # need it: no copy of its bytes beside it (a writer's cache holds its peak memory then).
+    del pages
+    index = None if rendered is None else text_digest(rendered)
+    rows_facts = (rendered_row_facts(names, rendered)
+                  if rows and rendered is not None else None)
+    del rendered
     days: Dict[str, int] = {}
     for document in scan.daily:
         day = daily_day(document.path)
         days[day] = days.get(day, 0) + document.entry_headings
     return {
-        "pages": len(scan.pages),
+        "pages": len(names),
         "daily": len(scan.daily),
-        "index": None if rendered is None else sha256_text(rendered),
+        "index": index,
         "error": error,
         # In index order: a writer's `PageTable` looks names up by bisection.
-        "names": [d.name for d in scan.pages],
+        "names": names,
         "deprecated": sorted(stored_stem(d.name) for d in scan.pages
                              if d.meta and d.meta.valid and d.meta.deprecated),
         "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
@@ -3669,8 +3845,7 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
                       if d.markers and d.path not in _UNCACHED
                       and has_protocol_conflict(d.markers)],
         "days": days,
-        "rows": (rendered_row_facts([d.name for d in scan.pages], rendered)
-                 if rows and rendered is not None else None),
+        "rows": rows_facts,
     }
 
 

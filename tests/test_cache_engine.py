@@ -91,11 +91,15 @@ def test_writers_refresh_the_cache_under_the_lock(repo: Path) -> None:
     (repo / PAGES / "broken.md").unlink()
     (repo / CACHE).unlink()
     ok(runtime(repo, "upsert", "--payload", "-", payload=upsert_payload(repo, "gamma.md", "G.")))
-    files = cache_record(repo)["files"]
-    # The page the writer itself just wrote is newer than its lock: racily clean, not cached.
+    record = cache_record(repo)
+    files = record["files"]
+    # The page the writer itself just wrote is newer than its lock: it is read back, and
+    # recorded, once the file system's clock has passed its times (the cache's stamp).
     assert sorted(files) == ["EchoesVault/daily/2026-01-01/20260101T000000000000Z-session-a-"
                              "0000000a.md", "EchoesVault/pages/alpha.md",
-                             "EchoesVault/pages/beta.md"]
+                             "EchoesVault/pages/beta.md", "EchoesVault/pages/gamma.md"]
+    info = os.lstat(repo / PAGES / "gamma.md")
+    assert max(info.st_mtime_ns, info.st_ctime_ns) < record["stamp"]
     assert json.loads(files["EchoesVault/pages/beta.md"][4])[2][:3] == ["note", "deprecated",
                                                                         "Beta."]
     assert not (repo / ".echoes-vault/lock").exists()

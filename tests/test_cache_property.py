@@ -114,6 +114,10 @@ def run_step(repo: Path, scratch: Path, name: str, summary: str, which: str) -> 
 # nothing): each adds its entries to the line it read, and the last one of a page counts.
 @example(steps=[("rename", 0, 0, "upsert"), ("rename", 0, 1, "upsert"), ("rename", 0, 2, "end"),
                 ("touch-old", 1, 0, "status"), ("rename", 0, 0, "append")])
+# A change outside the engine, then two writers (a rename onto an existing page does nothing):
+# the first leaves a summary of the vault as it left it, which the second takes.
+@example(steps=[("write", 0, 1, "upsert"), ("rename", 0, 0, "upsert"), ("delete", 2, 0, "append"),
+                ("rename", 0, 2, "end")])
 def test_outputs_with_the_cache_equal_outputs_without_it(steps: List[Step]) -> None:
     with tempfile.TemporaryDirectory() as temporary:
         repo = init_repo(Path(temporary) / "repo")
