@@ -2328,6 +2328,9 @@ class FileCache:
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
         self.to_check: Optional[Dict[str, List[str]]] = None
+        # A writer's index on disk as read, when its bytes are the index the summary rendered
+        # (`_index_document`): the rows `page_table` splices into, never decoded.
+        self.index_data: Optional[bytes] = None
 
     @property
     def entries(self) -> Dict[str, Any]:
@@ -2466,7 +2469,10 @@ class FileCache:
 
     def _read(self, path: str, relative: str, kind: str, limit: int = MAX_TEXT_BYTES,
               ) -> Tuple[Document, Optional[os.stat_result]]:
-        document, info = _load_document(path, relative, kind == "page", limit)
+        if relative == _INDEX_PATH and self.writer and self.summary is not None:
+            document, info = self._index_document(path, limit, self.summary["index"])
+        else:
+            document, info = _load_document(path, relative, kind == "page", limit)
         self.read += 1
         self.missed += relative not in _UNCACHED
         if self.fresh is not None and info is not None and relative not in _UNCACHED \
@@ -2481,6 +2487,22 @@ class FileCache:
         if not keep:
             _let_go(document)
         return document, info
+
+    def _index_document(self, path: str, limit: int, rendered: Optional[str],
+                        ) -> Tuple[Document, Optional[os.stat_result]]:
+        """The index, for a writer whose summary may stand: read as bytes and, when they are
+        the index the summary rendered (its SHA-256; no CR, which a decode would turn into a
+        line break), kept for `page_table` undecoded, as a document without text or markers
+        (no line of a rendered index is a marker line). Else decoded as any file is."""
+        try:
+            data, info = _read_file(path, limit)
+        except OSError:
+            return _load_document(path, _INDEX_PATH, False, limit)  # for its problem
+        if rendered is not None and b"\r" not in data \
+                and hashlib.sha256(data).hexdigest() == rendered:
+            self.index_data = data
+            return Document(_INDEX_PATH, None, None, []), info
+        return document_from_bytes(_INDEX_PATH, data, False, limit), info
 
     def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page",
                    info: Optional[os.stat_result] = None) -> bool:
@@ -2673,7 +2695,7 @@ class FileCache:
                 return [*(relative for relative, kind, _record in deferred if kind == wanted),
                         *(prefix + name for prefix, kind, names in blocks if kind == wanted
                           for name in names)]
-            table = page_table(scan, summary, counts["page"], lambda: [
+            table = page_table(self.index_data, summary, counts["page"], lambda: [
                 self.document(relative, "page", self.fresh.get(relative) if self.fresh
                               else None) for relative in paths("page")]) if self.writer else None
             if not self.writer or table is not None:
@@ -2747,7 +2769,7 @@ class FileCache:
                 at = _position(prospect.names, document.name)
                 if (document.meta is None or document.page_problems
                         or prospect.names[at:at + 1] != [document.name]
-                        or prospect.rows[at] != index_row(document.name, document.meta)):
+                        or prospect.row(at) != index_row(document.name, document.meta)):
                     return self.fresh_stamp, None  # not the page the index was planned for
             elif known:
                 return self.fresh_stamp, None  # its old facts are in the summary
@@ -2766,10 +2788,9 @@ class FileCache:
         for relative, line in lines:
             self._line(relative, line)
             self.written_lines[relative] = line
-        rendered = prospect.render()
         summary.update(pages=len(prospect.names), index=prospect.digest(),
                        names=prospect.names, deprecated=prospect.deprecated,
-                       conflicts=conflicts, days=days, rows=table_row_facts(prospect, rendered))
+                       conflicts=conflicts, days=days, rows=table_row_facts(prospect))
         return stamp, summary
 
     def _known(self, relative: str) -> bool:
@@ -3386,24 +3407,26 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     return cache.table if cache.table is not None else scan.pages
 
 
-def page_table(scan: Scan, summary: Dict[str, Any], pages: int,
+def page_table(data: Optional[bytes], summary: Dict[str, Any], pages: int,
                documents: Callable[[], List[Document]]) -> Optional[PageTable]:
     """The `PageTable` of a writer's walk in which every entry matched, or None when the
     summary cannot stand for its pages: it has no names in index order, the pages make no
-    index, or the index on disk is not the one the summary rendered (its rows are the
-    table's)."""
-    names, rendered = summary["names"], summary["index"]
-    if rendered is None or scan.index_text is None or len(names) != pages:
-        return None
-    if text_digest(scan.index_text) != rendered:
+    index, or the index on disk is not the one the summary rendered (`data`: its bytes when
+    it is, `FileCache._index_document`; its rows are the table's)."""
+    names = summary["names"]
+    if data is None or len(names) != pages:
         return None
     # The rendered index: its header, an empty line, one line a row, a final newline.
-    rows = scan.index_text.split("\n")[INDEX_HEADER.count("\n") + 1:-1] if names else []
-    if len(rows) != len(names):  # a row over several lines: no row per name
-        return None
-    table = PageTable(names, rows, summary["deprecated"], documents)
-    table.source = (scan.index_text, rendered)
-    return table
+    if data.count(b"\n") != (_ROWS_AT + len(names) if names else _ROWS_AT - 1):
+        return None  # a row over several lines: no row per name
+    return PageTable(names, None, summary["deprecated"], documents, data, summary["index"])
+
+
+# Line breaks in a rendered index before its first row (the header's and an empty line).
+_ROWS_AT = INDEX_HEADER.count("\n") + 1
+# At most so many pages written are spliced into an index's bytes one by one (each a copy of
+# them); more are rendered from every row.
+_MAX_SPLICES = 8
 
 
 _Item = TypeVar("_Item")
@@ -3414,11 +3437,21 @@ class _IndexRows(Sequence[_Item]):
     stems of the deprecated ones. Anything else that asks for an item gets the items `make`
     computes in full, once."""
 
-    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
-                 make: Callable[[], List[_Item]]) -> None:
-        self.names, self.rows, self.deprecated = names, rows, deprecated
+    def __init__(self, names: List[str], rows: Optional[List[str]], deprecated: List[str],
+                 make: Callable[[], List[_Item]], data: Optional[bytes] = None) -> None:
+        self.names, self._rows, self.deprecated = names, rows, deprecated
+        # The rendered index's bytes (the rows None: split from them only when asked for).
+        self._data = data
         self._make = make
         self._items: Optional[List[_Item]] = None
+
+    @property
+    def rows(self) -> List[str]:
+        if self._rows is None:
+            assert self._data is not None
+            self._rows = self._data.decode("utf-8").split("\n")[_ROWS_AT:-1] \
+                if self.names else []
+        return self._rows
 
     def __len__(self) -> int:
         return len(self.names)
@@ -3437,42 +3470,69 @@ class PageTable(_IndexRows[Document]):
     and the prospective index splices the changed rows in: the bytes a full rebuild writes.
     Anything else that asks for the pages gets their documents, made from the entries."""
 
-    def __init__(self, names: List[str], rows: List[str], deprecated: List[str],
-                 documents: Callable[[], List[Document]]) -> None:
-        super().__init__(names, rows, deprecated, documents)
+    def __init__(self, names: List[str], rows: Optional[List[str]], deprecated: List[str],
+                 documents: Callable[[], List[Document]], data: Optional[bytes] = None,
+                 digest: Optional[str] = None) -> None:
+        super().__init__(names, rows, deprecated, documents, data)
         self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
-        # The index these rows were split from and its digest (the summary's: it is a render
-        # of these rows), which a prospect without a page written renders again.
-        self.source: Optional[Tuple[str, str]] = None
+        # The digest of `data` (the summary's), which a prospect without a page written keeps.
+        self.digest = digest
 
     def colliding(self, filename: str) -> Optional[str]:
         return _colliding(self.names, filename)
 
     def prospective(self, overrides: Dict[str, str]) -> Optional[IndexTable]:
         """The pages once `overrides` (filename -> text) are written, or None when that page
-        set makes no index (an invalid page, colliding names): the full path says why."""
-        names, rows, deprecated = list(self.names), list(self.rows), list(self.deprecated)
+        set makes no index (an invalid page, colliding names): the full path says why. The
+        rows of the pages written are spliced into the index's bytes (no row split, rendered
+        or encoded) while no name holds `]` (a row is then found by its stem)."""
+        names, deprecated = list(self.names), list(self.deprecated)
+        data = self._data if self._rows is None and len(overrides) <= _MAX_SPLICES \
+            and "]" not in "".join([*names, *overrides]) else None
+        rows = None if data is not None else list(self.rows)
+        planned: Dict[str, str] = {}
         for name, text in overrides.items():
             meta, problems = validate_page_text(text)
             if problems:
                 return None
             at = _position(names, name)
             stem = stored_stem(name)
-            if at < len(names) and names[at] == name:
-                rows[at] = index_row(name, meta)
+            row = planned[name] = index_row(name, meta)
+            replace = at < len(names) and names[at] == name
+            if replace:
                 if stem in deprecated:
                     deprecated.remove(stem)
             elif _colliding(names, name) is not None:
                 return None
-            else:
+            if data is not None:
+                data = _splice_row(data, names, at, row, replace)
+            elif rows is not None:
+                rows[at:at + replace] = [row]
+            if not replace:
                 names.insert(at, name)
-                rows.insert(at, index_row(name, meta))
             if meta.deprecated:
                 deprecated = sorted([*deprecated, stem])
-        table = IndexTable(names, rows, deprecated, lambda: _entries(list(self), overrides))
-        if not overrides and self.source is not None:
-            table._text, table._digest = self.source
+        table = IndexTable(names, rows, deprecated, lambda: _entries(list(self), overrides),
+                           data, planned)
+        if not overrides:
+            table._digest = self.digest
         return table
+
+
+def _splice_row(data: bytes, names: List[str], at: int, row: str, replace: bool) -> bytes:
+    """The rendered index `data` of `names` with `row` put in place of (`replace`), or before,
+    the row at `at`: the bytes `render_index` gives for the names once it is written. No name
+    holds `]`, so a line that starts with `- [[`, a row's stem and `]]: ` is that stem's row."""
+    encoded = row.encode("utf-8") + b"\n"
+    if not names:  # an index of no page is its header alone
+        return b"".join((data, b"\n", encoded))
+    start = end = len(data)
+    if at < len(names):
+        start = data.find(b"\n- [[" + page_stem(names[at]).encode("utf-8") + b"]]: ") + 1
+        assert start > 0, "a rendered index has a row for each of its names"
+        end = data.index(b"\n", start) + 1 if replace else start
+    view = memoryview(data)
+    return b"".join((view[:start], encoded, view[end:]))
 
 
 def _position(names: Sequence[str], filename: str) -> int:
@@ -3508,18 +3568,37 @@ class IndexTable(_IndexRows[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
     _text: Optional[str] = None
     _digest: Optional[str] = None
 
+    def __init__(self, names: List[str], rows: Optional[List[str]], deprecated: List[str],
+                 make: Callable[[], List[PageEntry]], data: Optional[bytes] = None,
+                 planned: Optional[Dict[str, str]] = None) -> None:
+        super().__init__(names, rows, deprecated, make, data)
+        self.planned = planned or {}  # the rows of the pages written, by name
+
+    def row(self, at: int) -> str:
+        """The row at `at` (a page written: without a split of the rows)."""
+        return self.planned.get(self.names[at]) or self.rows[at]
+
     def render(self) -> str:
         """The index `build_index` renders for these pages (once: the writer plans it, and
         its cache's summary records its digest)."""
         if self._text is None:
-            self._text = INDEX_HEADER + "\n" + "\n".join(self.rows) + "\n" if self.rows \
-                else INDEX_HEADER
+            if self._rows is None:
+                self._text = self.data().decode("utf-8")
+            else:
+                self._text = INDEX_HEADER + "\n" + "\n".join(self._rows) + "\n" \
+                    if self._rows else INDEX_HEADER
         return self._text
+
+    def data(self) -> bytes:
+        """`render` in UTF-8, once (spliced: never decoded)."""
+        if self._data is None:
+            self._data = self.render().encode("utf-8")
+        return self._data
 
     def digest(self) -> str:
         """`sha256_text` of `render`, once."""
         if self._digest is None:
-            self._digest = text_digest(self.render())
+            self._digest = hashlib.sha256(self.data()).hexdigest()
         return self._digest
 
 
@@ -3674,12 +3753,13 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
     }
 
 
-def table_row_facts(table: IndexTable, rendered: str) -> Dict[str, Any]:
-    """`rendered_row_facts` of an index `table` rendered."""
-    return rendered_row_facts(table.names, rendered)
+def table_row_facts(table: IndexTable, rendered: Optional[str] = None) -> Dict[str, Any]:
+    """`rendered_row_facts` of an index `table` rendered (rendered only if they need it)."""
+    return rendered_row_facts(table.names, table.render if rendered is None else rendered)
 
 
-def rendered_row_facts(names: Sequence[str], rendered: str) -> Dict[str, Any]:
+def rendered_row_facts(names: Sequence[str], rendered: str | Callable[[], str],
+                       ) -> Dict[str, Any]:
     """`index_row_facts` of the index `rendered` for the pages `names`, without parsing it back
     (at 100,000 pages a tuple and two strings a row). Every row holds a valid page's stem
     (distinct: no two names collide) and a summary that is never blank; unless a stem holds
@@ -3687,7 +3767,7 @@ def rendered_row_facts(names: Sequence[str], rendered: str) -> Dict[str, Any]:
     one topic per page, nothing duplicated, empty, orphaned or missing."""
     joined = "".join(names)
     if "]" in joined or "\n" in joined:
-        return index_row_facts(rendered, names)
+        return index_row_facts(rendered if isinstance(rendered, str) else rendered(), names)
     return {"topics": len(names), "duplicates": [], "empty": [], "orphans": [], "missing": []}
 
 
@@ -5259,12 +5339,16 @@ def intent_refusal(reason: str) -> VaultError:
 
 class PlannedWrite(_Record):
     """`path` is workspace-relative; `before` the SHA-256 of the bytes being replaced (None for a
-    new file)."""
+    new file). `content` is text, or the bytes of an index a writer spliced (DERIVED_PATHS:
+    never recorded in an intent), which are not decoded only to be encoded again."""
 
     __slots__ = _FIELDS = ("path", "content", "before")
 
-    def __init__(self, path: str, content: str, before: Optional[str]) -> None:
+    def __init__(self, path: str, content: str | bytes, before: Optional[str]) -> None:
         self.path, self.content, self.before = path, content, before
+
+    def data(self) -> bytes:
+        return self.content if isinstance(self.content, bytes) else self.content.encode("utf-8")
 
     def __hash__(self) -> int:
         return hash(self._values())
@@ -5328,9 +5412,10 @@ class ChangeSet:
         if not managed_path(self.workspace, relative, directory=True).is_dir():
             self.directories.append(relative)
 
-    def put(self, relative: str, content: str, limit: int = MAX_TEXT_BYTES) -> bool:
-        """Plan `relative` to hold `content`; False when it already does."""
-        data = content.encode("utf-8")
+    def put(self, relative: str, content: str | bytes, limit: int = MAX_TEXT_BYTES) -> bool:
+        """Plan `relative` to hold `content` (bytes: UTF-8 already, for DERIVED_PATHS only);
+        False when it already does."""
+        data = content if isinstance(content, bytes) else content.encode("utf-8")
         if relative in DERIVED_PATHS:
             # No pre-image hash is recorded for it, so a file of another size is not even read.
             size = current_size(self.workspace, relative)
@@ -5388,8 +5473,8 @@ class ChangeSet:
                 folder = write.path.rpartition("/")[0]
                 if folder:
                     created += make_directories(self.workspace, folder)
-                staged.append(stage_file(self.workspace, write.path,
-                                         write.content.encode("utf-8"), f"{operation}:{number}"))
+                staged.append(stage_file(self.workspace, write.path, write.data(),
+                                         f"{operation}:{number}"))
             if journal:
                 staged.insert(0, stage_file(self.workspace, INTENT_PATH, record,
                                             f"{operation}:intent"))
@@ -5530,7 +5615,7 @@ def check_intent(workspace: Path, data: bytes) -> Intent:
     own = Path(__file__).read_bytes()
     for write in intent.writes:
         kind = intent_target_kind(write.path)
-        wanted = write.content.encode("utf-8")
+        wanted = write.data()
         if kind == "runtime" and wanted != own:
             raise intent_refusal(f"it installs a {RUNTIME_PATH} that is not this engine")
         if kind in _REGENERATED_KINDS:
@@ -5563,9 +5648,9 @@ def roll_forward(workspace: Path) -> Optional[Dict[str, Any]]:
             sweep_temporaries(managed_path(workspace, relative).parent,
                               relative.rpartition("/")[2])
         for number, write in enumerate(intent.writes, 1):
-            wanted = write.content.encode("utf-8")
+            wanted = write.data()
             # The old index was read with the limit of the pages it was written for.
-            limit = (index_size_limit(write.content.count("\n- [[")) if write.path == _INDEX_PATH
+            limit = (index_size_limit(wanted.count(b"\n- [[")) if write.path == _INDEX_PATH
                      else MAX_TEXT_BYTES)
             current, current_hash = current_digest(workspace, write.path, limit)
             if current == wanted:
@@ -5996,15 +6081,21 @@ def plan_adapters(changes: ChangeSet, runtime_updated: bool,
     }
 
 
-def plan_index(changes: ChangeSet, entries: Sequence[PageEntry]) -> Tuple[Dict[str, Any], str]:
-    """(indexRefresh, text) of the deterministic index of `entries`. Any invalid page raises
-    VaultError, and since nothing is written before `commit`, the old index stays."""
-    rendered = entries.render() if isinstance(entries, IndexTable) else build_index(entries)
+def plan_index(changes: ChangeSet, entries: Sequence[PageEntry],
+               ) -> Tuple[Dict[str, Any], Callable[[], str]]:
+    """(indexRefresh, its text when asked for) of the deterministic index of `entries`. Any
+    invalid page raises VaultError, and since nothing is written before `commit`, the old
+    index stays. An `IndexTable`'s index is planned as bytes (spliced: never decoded)."""
     changes.pages = len(entries)
-    rebuilt = changes.put(_INDEX_PATH, rendered, index_size_limit(len(entries)))
+    limit = index_size_limit(len(entries))
+    if isinstance(entries, IndexTable):
+        rebuilt = changes.put(_INDEX_PATH, entries.data(), limit)
+        return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
+                "sha256": entries.digest()}, entries.render
+    rendered = build_index(entries)
+    rebuilt = changes.put(_INDEX_PATH, rendered, limit)
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
-            "sha256": entries.digest() if isinstance(entries, IndexTable)
-            else sha256_text(rendered)}, rendered
+            "sha256": sha256_text(rendered)}, lambda: rendered
 
 
 def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,
@@ -6166,7 +6257,7 @@ def cmd_start(ctx: Context, args: argparse.Namespace) -> str:
         plan_state(changes, ctx, entries, len(daily), agent,
                    {"started": True, "saved": False, "lastStart": local_timestamp()})
         changes.commit("start")
-    return render_start(rendered, texts, len(daily), len(entries) > SCALE_ALERT_PAGES)
+    return render_start(rendered(), texts, len(daily), len(entries) > SCALE_ALERT_PAGES)
 
 
 def cmd_append(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
