@@ -2096,7 +2096,7 @@ def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence
 # while a reader looks) leaves the head before it the last complete one. The entries are decoded
 # only by a walk that needs an entry: one in which every folder matched its signature needs none.
 CACHE_FORMAT = "echoes-vault-cache"
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 CACHE_MAX_BYTES = 256 * 1024 * 1024
 # Marker lines an entry keeps; a file with more is read every time (no real page has them).
 CACHE_MAX_MARKERS = 64
@@ -2329,8 +2329,13 @@ class FileCache:
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
         self.to_check: Optional[Dict[str, List[str]]] = None
         # A writer's index on disk as read, when its bytes are the index the summary rendered
-        # (`_index_document`): the rows `page_table` splices into, never decoded.
-        self.index_data: Optional[bytes] = None
+        # (`_index_document`): the rows `page_table` splices into, never decoded; with its
+        # line breaks and whether no page name holds `]` (rows can be found by their stem).
+        self.index_data: Optional[Tuple[bytes, int, bool]] = None
+        # The index as `prefetch` read it: (read limit, bytes, stat, `index_data` if they are
+        # the index the summary rendered), or None.
+        self.prefetched: Optional[Tuple[int, bytes, os.stat_result,
+                                        Optional[Tuple[bytes, int, bool]]]] = None
 
     @property
     def entries(self) -> Dict[str, Any]:
@@ -2470,7 +2475,7 @@ class FileCache:
     def _read(self, path: str, relative: str, kind: str, limit: int = MAX_TEXT_BYTES,
               ) -> Tuple[Document, Optional[os.stat_result]]:
         if relative == _INDEX_PATH and self.writer and self.summary is not None:
-            document, info = self._index_document(path, limit, self.summary["index"])
+            document, info = self._index_document(path, limit)
         else:
             document, info = _load_document(path, relative, kind == "page", limit)
         self.read += 1
@@ -2488,19 +2493,37 @@ class FileCache:
             _let_go(document)
         return document, info
 
-    def _index_document(self, path: str, limit: int, rendered: Optional[str],
-                        ) -> Tuple[Document, Optional[os.stat_result]]:
-        """The index, for a writer whose summary may stand: read as bytes and, when they are
-        the index the summary rendered (its SHA-256; no CR, which a decode would turn into a
-        line break), kept for `page_table` undecoded, as a document without text or markers
-        (no line of a rendered index is a marker line). Else decoded as any file is."""
+    def prefetch(self) -> None:
+        """What a writer whose summary may stand needs after its walk, made ready before it,
+        while Git still stats the vault (`_git_match` waits for it): the summary's names
+        split, and the index read with the limit of the summary's pages (`_index_document`
+        takes it when the walk found as many) and checked against the summary's digest."""
+        summary = self.summary
+        if summary is None or self.state != "valid":
+            return
+        joined = summary["names"]
+        summary["names"] = joined.split("/") if joined else []
+        limit = index_size_limit(summary["pages"])
         try:
-            data, info = _read_file(path, limit)
+            data, info = _read_file(self.workspace / _INDEX_PATH, limit)
         except OSError:
-            return _load_document(path, _INDEX_PATH, False, limit)  # for its problem
-        if rendered is not None and b"\r" not in data \
-                and hashlib.sha256(data).hexdigest() == rendered:
-            self.index_data = data
+            return
+        rendered = summary["index"] is not None and b"\r" not in data \
+            and hashlib.sha256(data).hexdigest() == summary["index"]
+        self.prefetched = (limit, data, info, (data, data.count(b"\n"), "]" not in joined)
+                           if rendered else None)
+
+    def _index_document(self, path: str, limit: int,
+                        ) -> Tuple[Document, Optional[os.stat_result]]:
+        """The index, for a writer whose summary may stand, from `prefetch`: when its bytes
+        are the index the summary rendered (its SHA-256; no CR, which a decode would turn
+        into a line break), kept for `page_table` undecoded, as a document without text or
+        markers (no line of a rendered index is a marker line). Else decoded as any file is."""
+        prefetched, self.prefetched = self.prefetched, None
+        if prefetched is None or prefetched[0] != limit:
+            return _load_document(path, _INDEX_PATH, False, limit)
+        _limit, data, info, self.index_data = prefetched
+        if self.index_data is not None:
             return Document(_INDEX_PATH, None, None, []), info
         return document_from_bytes(_INDEX_PATH, data, False, limit), info
 
@@ -2972,7 +2995,9 @@ class FileCache:
         for relative in current:
             folder, _, name = relative.rpartition("/")
             written.setdefault(folder, set()).add(name)
-        dirs = {folder: len(self.fast[folder] | written.get(folder, set()))
+        # (The names written that were not listed counted, not a union of 100,000 names.)
+        dirs = {folder: len(self.fast[folder]) + len(written.get(folder, set())
+                                                     - self.fast[folder])
                 if folder in self.fast else len(self.folder_lines[folder])
                 for folder, signature in folders.items()
                 if signature is not None and (folder in self.fast or folder in self.folder_lines)}
@@ -2994,6 +3019,10 @@ class FileCache:
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
               folders: Dict[str, Any], spans: List[List[int]], files: int,
               check: int) -> bytes:
+        if summary is not None and type(summary["names"]) is list:
+            # One text, names joined by `/` (which no file name holds): every head repeats
+            # them, and a text is encoded and decoded in C, 100,000 strings are not.
+            summary = {**summary, "names": "/".join(summary["names"])}
         return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
                            "stamp": stamp, "summary": summary, "entries": self.total,
@@ -3365,14 +3394,15 @@ def _texts(value: object) -> bool:
 
 
 def summary_valid(value: object) -> bool:
-    """Whether a cache's summary has the shape `vault_facts` gives (its values are trusted as
-    an entry's are: the writer that made it derived them from the files)."""
+    """Whether a cache's summary has the shape `vault_facts` gives, its names joined by `/`
+    (`FileCache._head`; its values are trusted as an entry's are: the writer that made it
+    derived them from the files)."""
     if not (type(value) is dict and tuple(value) == _SUMMARY_KEYS):
         return False
     rows, days = value["rows"], value["days"]
     return (_is_int(value["pages"]) and _is_int(value["daily"])
             and _optional_text(value["index"]) and _optional_text(value["error"])
-            and _texts(value["names"])
+            and type(value["names"]) is str
             and _texts(value["deprecated"]) and _texts(value["invalid"])
             and _texts(value["conflicts"]) and type(days) is dict
             and all(_is_int(count) for count in days.values())
@@ -3394,6 +3424,8 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     scan = Scan(ctx.workspace, sizes=False)
     # `init` migrates pages from their text, and `rebuild-index` trusts no entry.
     cache.defer = cache.writer = cache.trusted and not cache.keep_migratable
+    if cache.writer:
+        cache.prefetch()
     _walk_vault(scan, ctx.vault, cache)
     note_walk(ctx, scan)
     # The index on disk was read for `page_table` only (a writer renders its own): at 100,000
@@ -3407,19 +3439,23 @@ def writer_pages(ctx: Context) -> Sequence[Document]:
     return cache.table if cache.table is not None else scan.pages
 
 
-def page_table(data: Optional[bytes], summary: Dict[str, Any], pages: int,
+def page_table(index: Optional[Tuple[bytes, int, bool]], summary: Dict[str, Any], pages: int,
                documents: Callable[[], List[Document]]) -> Optional[PageTable]:
     """The `PageTable` of a writer's walk in which every entry matched, or None when the
     summary cannot stand for its pages: it has no names in index order, the pages make no
-    index, or the index on disk is not the one the summary rendered (`data`: its bytes when
-    it is, `FileCache._index_document`; its rows are the table's)."""
+    index, or the index on disk is not the one the summary rendered (`index`: its bytes, line
+    breaks and whether rows can be found by their stem, when it is: `FileCache.prefetch`;
+    its rows are the table's)."""
     names = summary["names"]
-    if data is None or len(names) != pages:
+    if index is None or len(names) != pages:
         return None
+    data, breaks, plain = index
     # The rendered index: its header, an empty line, one line a row, a final newline.
-    if data.count(b"\n") != (_ROWS_AT + len(names) if names else _ROWS_AT - 1):
+    if breaks != (_ROWS_AT + len(names) if names else _ROWS_AT - 1):
         return None  # a row over several lines: no row per name
-    return PageTable(names, None, summary["deprecated"], documents, data, summary["index"])
+    table = PageTable(names, None, summary["deprecated"], documents, data, summary["index"])
+    table.plain = plain
+    return table
 
 
 # Line breaks in a rendered index before its first row (the header's and an empty line).
@@ -3477,6 +3513,7 @@ class PageTable(_IndexRows[Document]):
         self.prospect: Optional[IndexTable] = None  # the last `prospective` (what is written)
         # The digest of `data` (the summary's), which a prospect without a page written keeps.
         self.digest = digest
+        self.plain = False  # whether no name holds `]`, so that rows are spliced into `data`
 
     def colliding(self, filename: str) -> Optional[str]:
         return _colliding(self.names, filename)
@@ -3487,8 +3524,8 @@ class PageTable(_IndexRows[Document]):
         rows of the pages written are spliced into the index's bytes (no row split, rendered
         or encoded) while no name holds `]` (a row is then found by its stem)."""
         names, deprecated = list(self.names), list(self.deprecated)
-        data = self._data if self._rows is None and len(overrides) <= _MAX_SPLICES \
-            and "]" not in "".join([*names, *overrides]) else None
+        data = self._data if self._rows is None and self.plain \
+            and len(overrides) <= _MAX_SPLICES and "]" not in "".join(overrides) else None
         rows = None if data is not None else list(self.rows)
         planned: Dict[str, str] = {}
         for name, text in overrides.items():
