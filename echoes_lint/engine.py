@@ -1960,7 +1960,11 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     if cache is not None:
         cache.walked = scan
     deferring = cache is not None and cache.defer and cache.trusted
-    while pending:
+    while True:
+        if not pending and deferring and cache is not None:
+            pending = cache.vouch(scan)  # Git's word, once every folder is listed
+        if not pending:
+            break
         directory, relative_dir = pending.pop()
         if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
             continue  # every file of the folder is as its entry describes it
@@ -2324,7 +2328,10 @@ class FileCache:
         self.git: Optional[Dict[str, Any]] = None
         self.git_matched = 0  # files matched on Git's word, without a stat
         self.fast: Dict[str, Set[str]] = {}  # folders matched so: the names listed there
-        self.fast_names: List[str] = []  # the last one's, as listed
+        # Folders listed as they stand for Git's word, which `vouch` then takes or not:
+        # (path, folder, names as listed and as a set), and those it did not (walked as usual).
+        self.tentative: List[Tuple[str, str, List[str], Set[str]]] = []
+        self.unvouched: Set[str] = set()
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
         self.to_check: Optional[Dict[str, List[str]]] = None
@@ -2583,8 +2590,8 @@ class FileCache:
         wanted = self.dirs.get(relative_dir) if self.state == "valid" else None
         if not wanted or os.scandir not in os.supports_fd:
             return False
-        if self.git is not None and self._git_match(relative_dir, directory, wanted):
-            self._matched(scan, relative_dir, self.fast_names, None)
+        if self.git is not None and relative_dir not in self.unvouched \
+                and self._git_match(relative_dir, directory, wanted):
             return True
         try:  # listed through a descriptor: each stat then resolves one name, not a path
             descriptor = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
@@ -2647,7 +2654,9 @@ class FileCache:
                 process.communicate()
 
     def _git_match(self, relative_dir: str, directory: str, wanted: Any) -> bool:
-        """Whether a folder matches its entries on Git's word, with no stat of its files.
+        """Whether a folder may match its entries on Git's word, with no stat of its files:
+        then it is listed for `vouch`, which decides once every folder is listed, so that
+        Git's `diff-files` runs beside the whole walk.
 
         The head's `git` record was made under the index Git uses now (its identity is the
         same) and counts the folder's entries. Each entry is either vouched for (a file Git
@@ -2668,33 +2677,61 @@ class FileCache:
             return False
         try:
             listed = os.listdir(descriptor)  # in the folder's order: no hash seed in it
-            names = set(listed)
         except OSError:
             return False
         finally:
             os.close(descriptor)
-        if len(names) != known or not self._git_clean():
+        if len(listed) != known:  # (no name is listed twice)
             return False
+        self.tentative.append((relative_dir, directory, listed, set(listed)))
+        return True
+
+    def vouch(self, scan: Scan) -> List[Tuple[str, str]]:
+        """Git's word on the folders `_git_match` listed, once the walk listed every folder:
+        each one it vouches for is deferred whole (`_matched`); the others, (folder, path),
+        are for the walk to list as usual."""
+        tentative, self.tentative = self.tentative, []
+        if not tentative:
+            return []
+        self.unvouched.update(relative_dir for relative_dir, *_rest in tentative)
+        if not self._git_clean():
+            return [(directory, relative_dir) for relative_dir, directory, *_rest in tentative]
+        assert self.git is not None
         checks: Dict[str, str] = self.git["check"]
         if self.to_check is None:  # once: the files to stat anyway, by folder
             self.to_check = {}
             for relative in {*(self.reported or ()), *checks}:
                 self.to_check.setdefault(relative.rpartition("/")[0], []).append(relative)
+        unvouched: List[Tuple[str, str]] = []
+        for relative_dir, directory, listed, names in tentative:
+            lines = self._checked(relative_dir, directory, checks)
+            if lines is None:
+                unvouched.append((directory, relative_dir))
+                continue
+            self.unvouched.discard(relative_dir)
+            self.lines.update(lines)
+            self.fast[relative_dir] = names
+            self.git_matched += len(listed) - len(lines)
+            self._matched(scan, relative_dir, listed, None)
+        return unvouched
+
+    def _checked(self, relative_dir: str, directory: str, checks: Dict[str, str],
+                 ) -> Optional[Dict[str, str]]:
+        """The lines of the files of a folder that Git reported or `check` names, each
+        stat'ed, or None when one is not the regular file its line describes."""
+        assert self.to_check is not None
         lines: Dict[str, str] = {}
         for relative in self.to_check.get(relative_dir, ()):
             name = relative.rpartition("/")[2]
             try:
                 info = os.lstat(os.path.join(directory, name))
             except OSError:
-                return False
+                return None
             line = _signature_line(name, info)
             if checks.get(relative) != line or not stat.S_ISREG(info.st_mode):
-                return False
+                return None
             lines[relative] = line
-        self.lines.update(lines)
-        self.fast[relative_dir], self.fast_names = names, listed
-        self.git_matched += len(names) - len(lines)
-        return True
+        return lines
 
     def settle(self, scan: Scan) -> None:
         """End a walk that deferred its matching entries: when every entry matched a file and
