@@ -25,6 +25,7 @@ import gc
 import hashlib
 import itertools
 import json
+import mmap
 import operator
 import os
 import re
@@ -171,6 +172,11 @@ READ_ONLY_COMMANDS = ("protocol", "inspect", "status", "search", "hash")
 
 class VaultError(Exception):
     """An expected, user-actionable failure: exit 2 with one JSON line on stderr."""
+
+
+class Unvouched(Exception):
+    """Git did not vouch for what a writer's walk took on its word before it answered
+    (`FileCache.confirm`): nothing was written, and `run` runs the command again."""
 
 
 def bounded(value: object, limit: int = ERROR_VALUE_CHARS) -> str:
@@ -2263,8 +2269,11 @@ class FileCache:
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
         self._entries: Dict[str, Any] = {}
-        # The entries lines (items of one JSON object), until a walk needs them decoded.
-        self._raw: Optional[List[bytes]] = None
+        # The entries lines (items of one JSON object), until a walk needs them decoded: views
+        # of the file mapped into memory, where they are (`_spans`), not copies of them.
+        self._raw: Optional[List[memoryview]] = None
+        self._map: Optional[mmap.mmap] = None
+        self._spans: List[List[int]] = []
         # Where this cache's segments end, for an append: (inode, size, live entries lines as
         # [offset, length], their length, their CRC-32); None unless the last head ends the file.
         self.layout: Optional[Tuple[int, int, List[List[int]], int, int]] = None
@@ -2332,6 +2341,10 @@ class FileCache:
         # (path, folder, names as listed and as a set), and those it did not (walked as usual).
         self.tentative: List[Tuple[str, str, List[str], Set[str]]] = []
         self.unvouched: Set[str] = set()
+        # Whether the walk may take Git's word before Git answered (`vouch`), and the folders
+        # it took so, which `confirm` checks before anything is written or answered.
+        self.speculate = False
+        self.owed: List[Tuple[str, str, List[str], Set[str]]] = []
         self.refreshed: Set[str] = set()  # entries this writer read afresh
         self.written_lines: Dict[str, str] = {}  # signature lines of the files it wrote
         self.to_check: Optional[Dict[str, List[str]]] = None
@@ -2417,14 +2430,16 @@ class FileCache:
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
         tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
-        problem, value, rest, layout = _read_cache(path, info.st_size)
+        problem, value, mapped, layout = _read_cache(path, info.st_size)
         tracked = cache_tracking_problem(workspace, tracking)
         if tracked is not None:
             return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
         if problem is not None:
             return self.ignore(problem)
-        self._raw, self.layout, self.stamp, self.state = rest, layout, value["stamp"], "valid"
+        self._map, self._raw = mapped if mapped is not None else (None, [])
+        self._spans, self.layout, self.stamp, self.state = (value["spans"], layout, value["stamp"],
+                                                            "valid")
         self.summary, self.total, self.dirs = value["summary"], value["entries"], value["dirs"]
         self.stale = value["stale"]
         if self.git_index is not None and not rebuild and value["git"] is not None \
@@ -2693,18 +2708,21 @@ class FileCache:
         tentative, self.tentative = self.tentative, []
         if not tentative:
             return []
+        started = self.git_changes[0] if self.git_changes is not None else None
+        if self.speculate and started is not None and started.poll() is None:
+            # Git still stats the vault: its word is taken now and checked before the
+            # command writes or answers (`confirm`), so that Git runs beside the command too.
+            for relative_dir, _directory, listed, names in tentative:
+                self.fast[relative_dir] = names
+                self._matched(scan, relative_dir, listed, None)
+            self.owed = tentative
+            return []
         self.unvouched.update(relative_dir for relative_dir, *_rest in tentative)
         if not self._git_clean():
             return [(directory, relative_dir) for relative_dir, directory, *_rest in tentative]
-        assert self.git is not None
-        checks: Dict[str, str] = self.git["check"]
-        if self.to_check is None:  # once: the files to stat anyway, by folder
-            self.to_check = {}
-            for relative in {*(self.reported or ()), *checks}:
-                self.to_check.setdefault(relative.rpartition("/")[0], []).append(relative)
         unvouched: List[Tuple[str, str]] = []
         for relative_dir, directory, listed, names in tentative:
-            lines = self._checked(relative_dir, directory, checks)
+            lines = self._checked(relative_dir, directory)
             if lines is None:
                 unvouched.append((directory, relative_dir))
                 continue
@@ -2715,11 +2733,31 @@ class FileCache:
             self._matched(scan, relative_dir, listed, None)
         return unvouched
 
-    def _checked(self, relative_dir: str, directory: str, checks: Dict[str, str],
-                 ) -> Optional[Dict[str, str]]:
+    def confirm(self) -> None:
+        """Git's word on the folders the walk took on it before Git answered (`vouch`), before
+        the command writes or answers: raises Unvouched unless Git vouches for each."""
+        owed, self.owed = self.owed, []
+        if owed and self._git_clean():
+            for relative_dir, directory, listed, _names in owed:
+                lines = self._checked(relative_dir, directory)
+                if lines is None:
+                    break
+                self.lines.update(lines)
+                self.git_matched += len(listed) - len(lines)
+            else:
+                return
+        if owed:
+            raise Unvouched()
+
+    def _checked(self, relative_dir: str, directory: str) -> Optional[Dict[str, str]]:
         """The lines of the files of a folder that Git reported or `check` names, each
         stat'ed, or None when one is not the regular file its line describes."""
-        assert self.to_check is not None
+        assert self.git is not None
+        checks: Dict[str, str] = self.git["check"]
+        if self.to_check is None:  # once: the files to stat anyway, by folder
+            self.to_check = {}
+            for relative in {*(self.reported or ()), *checks}:
+                self.to_check.setdefault(relative.rpartition("/")[0], []).append(relative)
         lines: Dict[str, str] = {}
         for relative in self.to_check.get(relative_dir, ()):
             name = relative.rpartition("/")[2]
@@ -2973,11 +3011,12 @@ class FileCache:
             return _record_line(name, record) if type(record) is list and len(record) == 5 \
                 else None
         key = json.dumps(relative).encode("ascii") + b":["
-        for chunk in reversed(self._raw):
-            at = chunk.rfind(key)
+        assert self._map is not None
+        for offset, length in reversed(self._spans):
+            at = self._map.rfind(key, offset, offset + length)
             if at >= 0:  # a key: first in its line or after a comma (never inside a string)
-                found = _RAW_STAT.match(chunk, at + len(key))
-                if found is None or chunk[at - 1:at] not in (b"", b","):
+                found = _RAW_STAT.match(self._map, at + len(key), offset + length)
+                if found is None or (at > offset and self._map[at - 1] != ord(",")):
                     return None
                 return "/".join([name, *(number.decode("ascii") for number in found.groups())])
         return None
@@ -3186,45 +3225,50 @@ def _signature_matches(lines: List[str], wanted: Any) -> bool:
 
 
 def _read_cache(path: Path, size: int) -> Tuple[
-        Optional[str], Any, List[bytes], Optional[Tuple[int, int, List[List[int]], int, int]]]:
-    """(why the cache cannot be used or None, its last complete head, its live entries lines,
-    and `FileCache.layout`) of CACHE_PATH. Only the head and the lines it names are read."""
+        Optional[str], Any, Optional[Tuple[mmap.mmap, List[memoryview]]],
+        Optional[Tuple[int, int, List[List[int]], int, int]]]:
+    """(why the cache cannot be used or None, its last complete head, the file mapped into
+    memory with its live entries lines, and `FileCache.layout`) of CACHE_PATH. Only the head
+    and the lines it names are read."""
     corrupt = "it is not JSON (truncated or corrupt)"
     if size > CACHE_MAX_BYTES:
-        return (f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, [], None)
+        return (f"it is larger than {CACHE_MAX_BYTES // (1024 * 1024)} MiB", None, None, None)
     try:
         descriptor = os.open(path, _READ_FLAGS)
     except OSError as exc:
-        return f"it cannot be read ({exc.strerror or exc})", None, [], None
+        return f"it cannot be read ({exc.strerror or exc})", None, None, None
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_MAX_BYTES:
-            return "it changed while it was read", None, [], None
+            return "it changed while it was read", None, None, None
         found = _cache_head(descriptor, info.st_size)
         if found is None:
-            return corrupt, None, [], None
+            return corrupt, None, None, None
         value, start, last = found
         problem = cache_header_problem(value)
         if problem is not None:
-            return problem, value, [], None
+            return problem, value, None, None
         # The spans in order, apart, and before the head; their length and checksum (C speed,
         # ~4 ms for 25 MB) see a torn or damaged line that the summary path never decodes.
-        chunks: List[bytes] = []
+        # Mapped, not read: a copy of 25 MB costs a fresh page of memory every 4 KB.
+        # (An empty map is the whole file: harmless, no span can be in it.)
+        mapped = mmap.mmap(descriptor, start, access=mmap.ACCESS_READ)
+        chunks: List[memoryview] = []
         check = end = 0
         for offset, length in value["spans"]:
-            chunk = os.pread(descriptor, length, offset) if end <= offset <= start - length \
-                else b""
+            chunk = memoryview(mapped)[offset:offset + length] \
+                if end <= offset <= start - length else memoryview(b"")
             if len(chunk) != length:
-                return corrupt, value, [], None
+                return corrupt, value, None, None
             chunks.append(chunk)
             check, end = binascii.crc32(chunk, check), offset + length + 1
         if value["filesBytes"] != sum(map(len, chunks)) or value["filesCrc32"] != check:
-            return corrupt, value, [], None
+            return corrupt, value, None, None
         layout = (info.st_ino, info.st_size, value["spans"], value["filesBytes"], check) \
             if last else None
-        return None, value, chunks, layout
+        return None, value, (mapped, chunks), layout
     except OSError as exc:
-        return f"it cannot be read ({exc.strerror or exc})", None, [], None
+        return f"it cannot be read ({exc.strerror or exc})", None, None, None
     finally:
         os.close(descriptor)
 
@@ -4143,6 +4187,10 @@ class Context:
         # The daily files a writer's walk of the vault met, and its pages (see `note_walk`).
         self.daily: Optional[List[str]] = None
         self.pages: List[Document] = []
+        # Whether a writer's walk may take Git's word before Git answered (`run` sets it, and
+        # runs the command again on `Unvouched`); the payload as read, for that second run.
+        self.speculate = False
+        self.payload: Optional[Tuple[str, bytes]] = None
 
     @property
     def vault(self) -> Path:
@@ -5469,6 +5517,10 @@ def _unstage(staged: Sequence[Tuple[Path, Path]], created: Sequence[Path]) -> No
             os.rmdir(folder)
 
 
+def _unconfirmed() -> None:
+    """A change set's `confirm` outside a writer's cache: nothing to confirm."""
+
+
 class ChangeSet:
     """Every file one command writes, planned (and so checked) before the first write."""
 
@@ -5481,6 +5533,9 @@ class ChangeSet:
         self.vault = vault_identity(workspace)
         # The pages of the index this change set writes: they bound its size, and the intent's.
         self.pages = 0
+        # Called once every file is staged, before the first is renamed into place: the
+        # writer's cache confirms what its walk took on Git's word (`FileCache.confirm`).
+        self.confirm: Callable[[], None] = _unconfirmed
 
     def directory(self, relative: str) -> None:
         if not managed_path(self.workspace, relative, directory=True).is_dir():
@@ -5554,6 +5609,7 @@ class ChangeSet:
                                             f"{operation}:intent"))
             if self.vault != (None,):  # `init` creates the vault folder itself
                 self.check_vault()
+            self.confirm()
         except BaseException as exc:
             _unstage(staged, created)
             if isinstance(exc, OSError):
@@ -5927,6 +5983,8 @@ def load_state(workspace: Path) -> Dict[str, Any]:
 
 def _read_payload_bytes(ctx: Context, source: str) -> bytes:
     """At most MAX_PAYLOAD_BYTES + 1 bytes of the payload: a larger one is refused unread."""
+    if ctx.payload is not None and ctx.payload[0] == source:
+        return ctx.payload[1]  # (standard input is read once)
     if source == "-":
         data = ctx.stdin.read(MAX_PAYLOAD_BYTES + 1)
     else:
@@ -5935,6 +5993,7 @@ def _read_payload_bytes(ctx: Context, source: str) -> bytes:
     if len(data) > MAX_PAYLOAD_BYTES:
         raise VaultError(f"The payload is larger than {MAX_PAYLOAD_BYTES // (1024 * 1024)} MiB; "
                          "send fewer or smaller pages. Nothing was written.")
+    ctx.payload = (source, data)
     return data
 
 
@@ -6036,12 +6095,14 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
     gate(ctx.workspace)
     with _PausedGC(), VaultLock(ctx.workspace):
         sweep_stale_temporaries(ctx.workspace)
+        # (A second run after Unvouched finds nothing left to discard or complete: the
+        # first one's report stands.)
         if discard:
-            ctx.discarded = discard_intent(ctx.workspace)
+            ctx.discarded = discard_intent(ctx.workspace) or ctx.discarded
         elif recover:
-            ctx.recovered = roll_forward(ctx.workspace)
-            if ctx.recovered:
-                ctx.recovered_request = ctx.recovered.pop("request")
+            recovered = roll_forward(ctx.workspace)
+            if recovered:
+                ctx.recovered, ctx.recovered_request = recovered, recovered.pop("request")
         else:
             ctx.pending = pending_intent(ctx.workspace)
         gate(ctx.workspace)
@@ -6050,8 +6111,15 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
         rebuild = install or cache == "rebuild"
         ctx.cache = open_cache(ctx.workspace, writer=cache != "read", rebuild=rebuild)
         ctx.cache.keep_migratable = install
+        ctx.cache.speculate = ctx.speculate
+        changes.confirm = ctx.cache.confirm
         try:
-            yield changes
+            try:
+                yield changes
+            except Exception:
+                ctx.cache.confirm()  # no error decided on what Git then does not vouch for
+                raise
+            ctx.cache.confirm()
             ctx.cache.save(changes)
         finally:
             ctx.cache.end_git()
@@ -6746,7 +6814,12 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         if delegated is not None:
             return delegated
         with _PausedGC():  # every command, writers and search too: see _PausedGC
-            result = HANDLERS[args.command](ctx, args)
+            ctx.speculate = True
+            try:
+                result = HANDLERS[args.command](ctx, args)
+            except Unvouched:  # nothing written: again, with Git's word awaited
+                ctx.speculate = False
+                result = HANDLERS[args.command](ctx, args)
         if ctx.recovered:
             if isinstance(result, str):
                 result = f"> {recovery_note(ctx.recovered)}\n\n{result}"
