@@ -5930,8 +5930,9 @@ def note_walk(ctx: Context, scan: Scan) -> None:
     """What a writer takes from its one walk of the vault beside the pages: the daily files
     (no second walk of daily/) and the temporary files a killed writer left in pages/, deleted
     (no second listing of pages/; the lock is held, so no live writer of ours owns one)."""
-    ctx.daily = sorted([*(document.path for document in scan.daily), *scan.summarized_daily],
-                       key=nfc)
+    daily = [*(document.path for document in scan.daily), *scan.summarized_daily]
+    # NFC leaves ASCII alone: the common paths (20,000 at 100,000 pages) sort as they are.
+    ctx.daily = sorted(daily) if "".join(daily).isascii() else sorted(daily, key=nfc)
     ctx.pages = scan.pages  # freed with the context, if at all (see `exit_now`)
     for stray in scan.page_dir_strays:
         name = stray.rpartition("/")[2]
