@@ -2517,7 +2517,7 @@ class FileCache:
 
     def prefetch(self) -> None:
         """What a writer whose summary may stand needs after its walk, made ready before it,
-        while Git still stats the vault (`_git_match` waits for it): the summary's names
+        while Git still stats the vault (`vouch` and `confirm` wait for it): the summary's names
         split, and the index read with the limit of the summary's pages (`_index_document`
         takes it when the walk found as many) and checked against the summary's digest."""
         summary = self.summary
@@ -3625,7 +3625,7 @@ class PageTable(_IndexRows[Document]):
             if data is not None:
                 data = _splice_row(data, names, at, row, replace)
             elif rows is not None:
-                rows[at:at + replace] = [row]
+                rows[at:at + replace] = [row]  # (in place of the row at `at`, or before it)
             if not replace:
                 names.insert(at, name)
             if meta.deprecated:
