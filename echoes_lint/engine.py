@@ -2772,7 +2772,7 @@ class FileCache:
             except FileNotFoundError:
                 if checks.get(relative) == "":
                     continue  # no entry, still gone
-                return False
+                return None
             except OSError:
                 return None
             line = _signature_line(name, info)
