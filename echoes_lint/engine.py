@@ -3018,7 +3018,7 @@ class FileCache:
         # of another engine, none yet): whatever changed, the next command must find one that
         # does, or every later writer and `status` builds every document again.
         stamp, summary = recovered
-        kept = summary == self.summary if self.sealed is None else _sealed(summary) == self.sealed
+        kept = _sealed(summary) == (self.sealed or _sealed(self.summary))
         if changed == 0 and not self.appended and (kept or not self.fresh) \
                 and self._folders() == self.dirs:
             return  # (a vault without a file to cache gets no cache)
@@ -3240,13 +3240,9 @@ class FileCache:
     def _head(self, stamp: int, summary: Optional[Dict[str, Any]],
               folders: Dict[str, Any], spans: List[List[int]], files: int,
               check: int) -> bytes:
-        if summary is not None and type(summary["names"]) is list:
-            # One text, names joined by `/` (which no file name holds): every head repeats
-            # them, and a text is encoded and decoded in C, 100,000 strings are not.
-            summary = {**summary, "names": "/".join(summary["names"])}
         return json.dumps({"format": CACHE_FORMAT, "version": CACHE_VERSION,
                            "engineVersion": ENGINE_VERSION, "engineSha256": engine_digest(),
-                           "stamp": stamp, "summary": summary, "entries": self.total,
+                           "stamp": stamp, "summary": _stored(summary), "entries": self.total,
                            "stale": self.stale, "spans": spans, "filesBytes": files,
                            "filesCrc32": check, "dirs": folders,
                            "git": self._git_record(folders), "gitMatched": self.git_matched},
@@ -3331,9 +3327,19 @@ class FileCache:
             publish_file(*stage_file(self.workspace, CACHE_PATH, data, "cache"), "cache")
 
 
-def _sealed(summary: Dict[str, Any]) -> str:
-    """A digest of a cache's summary that two equal summaries share."""
-    return hashlib.sha256(json.dumps(summary, sort_keys=True).encode("ascii")).hexdigest()
+def _stored(summary: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A summary as the head stores it: the page names one text, joined by `/` (which no file
+    name holds; a writer splits them, `prefetch`). Every head repeats them, and a text is
+    encoded and decoded in C, 100,000 strings are not."""
+    if summary is not None and type(summary["names"]) is list:
+        return {**summary, "names": "/".join(summary["names"])}
+    return summary
+
+
+def _sealed(summary: Optional[Dict[str, Any]]) -> str:
+    """A digest of a cache's summary that two equal summaries share, whether or not a writer
+    split its names."""
+    return hashlib.sha256(json.dumps(_stored(summary), sort_keys=True).encode("ascii")).hexdigest()
 
 
 def _file_in_order(documents: List[Document], document: Document) -> None:
@@ -6990,11 +6996,16 @@ def run(argv: Sequence[str], stdin: IO[bytes], stdout: IO[bytes], stderr: IO[byt
         if delegated is not None:
             return delegated
         with _PausedGC():  # every command, writers and search too: see _PausedGC
-            ctx.speculate = True
+            ctx.speculate, unvouched = True, False
             try:
                 result = HANDLERS[args.command](ctx, args)
             except Unvouched:  # nothing written: again, with Git's word awaited
-                ctx.speculate = False
+                unvouched = True
+            if unvouched:
+                # Out of the handler: the first run's frames (its cache, its index bytes) are
+                # let go before the second run builds its own (40 MB more at 100,000 pages).
+                ctx.speculate, ctx.cache, ctx.pages, ctx.daily = False, None, [], None
+                gc.collect()
                 result = HANDLERS[args.command](ctx, args)
         if ctx.recovered:
             if isinstance(result, str):
