@@ -3440,6 +3440,8 @@ def _read_cache(path: Path, size: int) -> Tuple[
         layout = (info.st_ino, info.st_size, value["spans"], value["filesBytes"], check) \
             if last else None
         return None, value, (mapped, chunks), layout
+    except ValueError:  # mmap: shorter than its head said (truncated since the fstat)
+        return "it changed while it was read", None, None, None
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})", None, None, None
     finally:

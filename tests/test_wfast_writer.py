@@ -163,6 +163,27 @@ def test_the_head_keeps_the_page_names_as_one_text(git_repo: Path, tmp_path: Pat
     assert engine.cache_header_problem(head) == "its summary is malformed"
 
 
+def test_a_cache_truncated_while_it_is_read_is_ignored(
+        git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entries lines are mapped into memory once the head is read: a cache cut short in
+    between (by something outside the engine, which only appends or replaces it) is ignored
+    as changed, never an internal error."""
+    repo = committed_vault(git_repo)
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "delta.md", "Delta."))
+    cache = repo / ".echoes-vault" / "cache.json"
+    head = engine._cache_head
+
+    def cut(descriptor: int, size: int) -> object:
+        found = head(descriptor, size)
+        os.truncate(cache, 10)
+        return found
+
+    monkeypatch.setattr(engine, "_cache_head", cut)
+    problem, *_rest = engine._read_cache(cache, cache.stat().st_size)
+    assert problem == "it changed while it was read"
+
+
 # --- Git's word before Git answers -----------------------------------------------------------
 
 def slow_git(folder: Path, seconds: float) -> Dict[str, str]:
