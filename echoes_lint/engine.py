@@ -2027,6 +2027,11 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
                 index = (entry, relative, kind)  # its read limit follows the number of pages
                 continue
             _walk_file(scan, entry, relative, kind, cache)
+    # The last listing and its stats (pages/ comes last when Git did not vouch for it: ~35 MB
+    # at 100,000 pages) are let go before `settle` builds what the command holds from now on.
+    entries = []
+    if cache is not None:
+        cache.listed = ("", {})
     if index is not None:
         pages = len(scan.pages) + (cache.deferred_pages if cache is not None else 0)
         _walk_file(scan, *index, cache, limit=index_size_limit(pages))
@@ -2367,7 +2372,8 @@ class FileCache:
     def entries(self) -> Dict[str, Any]:
         """The entries, decoded from the cache's second line when first asked for."""
         if self._raw is not None:
-            raw, self._raw, self.decoded = self._raw, None, True
+            # The mapping goes with the lines: its pages read count in this process's memory.
+            raw, self._raw, self._map, self.decoded = self._raw, None, None, True
             try:  # later items of a path replace earlier ones, as `json.loads` keeps the last
                 # The lines joined into one buffer, then freed, and the buffer freed once
                 # decoded: the file's bytes, a copy and the text never exist side by side
@@ -2814,6 +2820,7 @@ class FileCache:
                     scan.summarized += names if kind == "page" else ()
                 scan.summarized_daily = paths("daily")
                 return
+        self.index_data = None  # (only a `PageTable` splices the index's bytes: 9 MB here)
         # Every deferred entry, a folder matched whole giving its entries as None (`document`).
         items: List[Tuple[str, str, Optional[List[Any]]]] = [*deferred, *(
             (prefix + name, kind, None) for prefix, kind, names in blocks for name in names)]
@@ -6304,6 +6311,8 @@ def writing(ctx: Context, install: bool = False, recover: bool = True,
                 ctx.cache.confirm()  # no error decided on what Git then does not vouch for
                 raise
             ctx.cache.confirm()
+            for write in changes.writes:  # written: their texts (the index: 9 MB at 100,000
+                write.content = b""  # pages) are not held while the cache is saved
             ctx.cache.save(changes)
         finally:
             ctx.cache.end_git()
@@ -6418,10 +6427,12 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry],
         rebuilt = changes.put(_INDEX_PATH, entries.data(), limit)
         return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
                 "sha256": entries.digest()}, entries.render
-    rendered = build_index(entries)
-    rebuilt = changes.put(_INDEX_PATH, rendered, limit)
+    # Held as its bytes only: its text beside them until the commit was 9 MB more at 100,000
+    # pages, at a writer's peak when every page is a document.
+    data = build_index(entries).encode("utf-8")
+    rebuilt = changes.put(_INDEX_PATH, data, limit)
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
-            "sha256": sha256_text(rendered)}, lambda: rendered
+            "sha256": hashlib.sha256(data).hexdigest()}, lambda: data.decode("utf-8")
 
 
 def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,
@@ -6507,7 +6518,7 @@ def cmd_init(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
                                     migrated)
         problems = [f"{name}: {message}" for name, message in failures.items()]
         try:
-            index, _rendered = plan_index(changes, entries)
+            index = plan_index(changes, entries)[0]
         except VaultError as exc:
             problems.append(str(exc))
         if problems:
@@ -6537,7 +6548,7 @@ def cmd_configure_agents(ctx: Context, _args: argparse.Namespace) -> Dict[str, A
         runtime_updated = plan_runtime(changes, missing_only=True)
         adapters = plan_adapters(changes, runtime_updated, ignore_updated)
         entries = prospective_pages(writer_pages(ctx), {})
-        index, _rendered = plan_index(changes, entries)
+        index = plan_index(changes, entries)[0]
         plan_state(changes, ctx, entries, len(writer_daily(ctx)), agent)
         changes.commit("configure-agents")
     return {"ok": True, **adapters, "indexRefresh": index}
@@ -6619,7 +6630,7 @@ def cmd_upsert(ctx: Context, args: argparse.Namespace) -> Dict[str, Any]:
                                               payload.get("expectedSha256"), pages)
         entries = prospective_pages(pages, {filename: content})
         changes.put(f"{VAULT_DIR}/pages/{filename}", content)
-        index, _rendered = plan_index(changes, entries)
+        index = plan_index(changes, entries)[0]
         plan_state(changes, ctx, entries, len(writer_daily(ctx)), agent)
         changes.commit("upsert")
     return {"ok": True, "action": "updated" if existed else "created",
