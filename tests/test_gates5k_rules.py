@@ -14,24 +14,6 @@ from echoes_lint.findings import Finding, Severity, replace
 from echoes_lint.rules import names
 from echoes_lint.rules.context import VAULT_PREFIX, Context, GitIndex
 
-# Letters that fold or upper-case oddly (dotless i, long s, Kelvin, ligatures, sharp s), blanks
-# that are not printable, control characters, and each device name in mixed case.
-_PARTS = st.sampled_from(["con", "Con", "cOn.md", "pRn", "aux", "Nul", "com9", "LpT1", "lpt",
-                          "ı", "ſ", "K", "ﬁ", "ß", "ŉ", "é", "\xa0", "\u2028", "\x1f", "\x7f",
-                          "\udcff", "<", ">", ":", '"', "|", "?", "*", "\\", ".", " ", "a", "md",
-                          "page-1.md", "x.y", "EchoesVault", "pages", "daily"])
-_NAMES = st.lists(_PARTS, min_size=1, max_size=3).map("".join)
-_PATHS = st.lists(st.lists(_NAMES, min_size=1, max_size=3).map("/".join), max_size=5)
-
-
-@settings(max_examples=1500, deadline=None, derandomize=True)
-@given(_PATHS)
-def test_names_searched_at_once_never_miss_a_suspect_name(paths: list[str]) -> None:
-    if any(names._SUSPECT.search(path) for path in paths):
-        assert names._any_suspect(paths)
-    if any(names.windows_problem(part) for path in paths for part in path.split("/")):
-        assert names._any_suspect(paths)
-
 
 def test_a_name_suspect_only_by_its_case_is_found() -> None:
     for name in ("con.md", "Aux", "nUl.txt", "lpt1", "cOm3", "a/prn"):

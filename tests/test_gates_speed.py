@@ -168,16 +168,23 @@ def test_pages_of_a_submodule_are_read_again_with_their_text(
     assert "[[home]]` points to no page" in lean[0]
 
 
-_PATH_PARTS = st.sampled_from(["CON", "con.md", "aux", "COM1", "a", "b.md", "x.", "y ", ".", " ",
-                               "LPT", "nul.txt", "a:b", "pages", "é.md", "\n", "\x01", "?",
-                               "EchoesVault", "page-1.md", "a.b.md", "-_.md", "MD", ".md"])
+# Letters that fold or upper-case oddly (dotless i, long s, Kelvin, ligatures, sharp s), blanks
+# that are not printable, control characters, and each device name in mixed case.
+_PATH_PARTS = st.sampled_from([
+    "CON", "con.md", "aux", "COM1", "a", "b.md", "x.", "y ", ".", " ", "LPT", "nul.txt", "a:b",
+    "pages", "é.md", "\n", "\x01", "?", "EchoesVault", "page-1.md", "a.b.md", "-_.md", "MD", ".md",
+    "con", "Con", "cOn.md", "pRn", "Nul", "com9", "LpT1", "lpt", "ı", "ſ", "K", "ﬁ", "ß", "ŉ",
+    "é", "\xa0", "\u2028", "\x1f", "\x7f", "\udcff", "<", ">", ":", '"', "|", "*", "\\", "md",
+    "x.y", "daily"])
 _PATHS = st.lists(st.lists(_PATH_PARTS, min_size=1, max_size=4).map("/".join), max_size=6)
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
+@settings(max_examples=1500, deadline=None, derandomize=True)
 @given(_PATHS)
 def test_names_searched_at_once_are_searched_as_one_by_one(paths: list[str]) -> None:
     if any(names._SUSPECT.search(path) for path in paths):
+        assert names._any_suspect(paths)
+    if any(names.windows_problem(part) for path in paths for part in path.split("/")):
         assert names._any_suspect(paths)
     pages = [f"{names.PAGES_PREFIX}{path.rpartition('/')[2]}" for path in paths]
     assert (names._PLAIN_PAGES.fullmatch("".join(f"{page}\n" for page in pages)) is not None) \
