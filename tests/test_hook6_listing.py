@@ -1,0 +1,97 @@
+"""The hook's `git ls-files` starts before `subprocess` loads (`os.posix_spawnp`), and behaves
+as the `subprocess.Popen` it replaces: its output, its messages, its status, its timeout."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers_check import PAGES, vault_repo
+from test_hook_listing import staged_collision
+
+from echoes_lint import gitindex
+
+SPY = """import sys
+from echoes_lint import gitindex
+start = gitindex._start
+
+def spy(folder, args):
+    sys.stderr.write(f"git {args[0]} started, subprocess loaded: {'subprocess' in sys.modules}\\n")
+    return start(folder, args)
+
+gitindex._start = spy
+from echoes_lint.precommit import lint_main
+sys.exit(lint_main(['EchoesVault/pages/Home.md']))
+"""
+
+needs_spawn = pytest.mark.skipif(not hasattr(os, "posix_spawnp"), reason="no posix_spawn")
+
+
+@needs_spawn
+def test_the_hook_starts_git_before_subprocess_loads(tmp_path: Path) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    run = subprocess.run([sys.executable, "-c", SPY], cwd=repo, capture_output=True, text=True,
+                         check=False, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.startswith("git ls-files started, subprocess loaded: False\n")
+    assert f"{PAGES}/Home.md:1:1: EV030 new file" in run.stdout
+
+
+def fake_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """A `git` first on PATH that runs `script` for `ls-files` and is the real git otherwise."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {script};; esac\n'
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_git_runs_in_the_folder_asked_with_its_messages_and_status(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-C folder`: the listing of the folder asked, from anywhere; a failing git's own words
+    and its status, as `subprocess` gives them."""
+    repo = vault_repo(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path)
+    listed, cause = gitindex.output(repo)
+    assert cause is None and isinstance(listed, str)
+    assert "EchoesVault/pages/home.md\x00100644\x00" in listed
+    fake_git(tmp_path, monkeypatch, "printf 'half' ; echo 'fatal: index file corrupt' >&2; exit 128")
+    started = gitindex._start(str(repo), gitindex.LS_FILES)
+    assert gitindex._finish(started, gitindex.LS_FILES) == (None, "fatal: index file corrupt")
+    assert getattr(started[0], "returncode", None) == 128
+
+
+def test_a_git_that_does_not_end_times_out_and_is_killed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    fake_git(tmp_path, monkeypatch, "exec sleep 30")
+    process, sink = gitindex._start(str(repo), gitindex.LS_FILES)
+    assert process is not None and sink is not None and not isinstance(sink, str)
+    with pytest.raises(subprocess.TimeoutExpired):
+        process.communicate(timeout=0.2)
+    process.kill()
+    assert process.wait() == -9
+    with process:  # closes what is left, waits no more
+        pass
+    sink.close()
+
+
+def test_a_listing_nobody_takes_is_killed_and_reaped(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    fake_git(tmp_path, monkeypatch, "exec sleep 30")
+    gitindex.start(str(repo))
+    process = next(iter(gitindex._started.values()))[0]
+    assert process is not None and process.returncode is None
+    gitindex.discard()
+    assert process.returncode == -9 and gitindex._started == {}
