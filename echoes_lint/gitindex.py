@@ -38,6 +38,7 @@ LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
 # NUL `<path>` NUL.
 DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--", *SCOPE)
 GITLINK_MODE = "160000"
+GITLINK = f"\0{GITLINK_MODE}\0"  # a gitlink's mode between the NULs that end its path and it
 REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
@@ -82,10 +83,12 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
     started = _started.pop(os.path.realpath(root), None)
-    data, cause = _finish(started if started is not None else _start(str(root), LS_FILES),
-                          LS_FILES, mapped=True)
+    if started is None:
+        started = _start(str(root), LS_FILES)
+    clean = _searched(started)
+    data, cause = _finish(started, LS_FILES, mapped=True)
     if data is not None:
-        return listed(_text(data)), None
+        return listed(_text(data), clean), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -102,13 +105,43 @@ def _decode(data: Buffer) -> list[str]:
     return items
 
 
-def listed(entries: str) -> Listed:
+def listed(entries: str, clean: int = 0) -> Listed:
     """The listing of `LS_FILES`; for the common index, Git's output itself: ASCII paths (so
     Git's order, by bytes, is Python's) and no gitlink. A check searches that text
-    (`rules.context.GitIndex`) instead of making a string of every path."""
-    if entries.isascii() and f"\0{GITLINK_MODE}\0" not in entries:  # no path is a mode
-        return entries
+    (`rules.context.GitIndex`) instead of making a string of every path. `clean`: how many
+    bytes at the start of git's output are known to hold no gitlink (`_searched`)."""
+    if entries.isascii() and entries.find(GITLINK, max(0, clean - len(GITLINK) + 1)) < 0:
+        return entries  # (no path is a mode, so the gitlinks are the entries of that mode)
     return by_format(entries)
+
+
+def _searched(started: Started) -> int:
+    """How many bytes at the start of the output of the listing `started` hold no gitlink
+    entry (none when one is found): searched while git still writes them, where the hook
+    would otherwise wait for git doing nothing (at 100,000 pages the search of the whole
+    output costs ~2 ms after git ends)."""
+    process, sink = started
+    if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
+        return 0
+    needle, clean = GITLINK.encode("ascii"), 0
+    import time
+
+    end = time.monotonic() + 60  # `_finish`'s hang guard takes over then
+    while not process.ended(0.001) and time.monotonic() < end:
+        written = os.fstat(sink.fileno()).st_size
+        while written - clean >= len(needle):
+            start = max(0, clean - len(needle) + 1)
+            part = os.pread(sink.fileno(), min(written, start + _PART) - start, start)
+            if needle in part:
+                return 0
+            if len(part) < len(needle):  # a file cut short under it: search it no further
+                return clean
+            clean = start + len(part)
+    return clean
+
+
+# Bytes of git's output searched at a time (small enough to reuse the memory of the last).
+_PART = 1 << 16
 
 
 def by_format(entries: str) -> Listing:
@@ -292,6 +325,17 @@ class _Spawned:
             chunks.append(chunk)
         self.wait()
         return None, b"".join(chunks)
+
+    def ended(self, timeout: float) -> bool:
+        """Whether git has closed its messages within `timeout` seconds (or has written one:
+        the caller waits in `communicate` then)."""
+        if self._errors < 0:
+            return True
+        import select
+
+        waiting = select.poll()
+        waiting.register(self._errors, select.POLLIN)
+        return bool(waiting.poll(timeout * 1000))
 
     def wait(self) -> int:
         if self.returncode is None:

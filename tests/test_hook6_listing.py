@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from helpers_check import PAGES, vault_repo
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_hook_listing import staged_collision
 
 from echoes_lint import gitindex
@@ -95,3 +97,36 @@ def test_a_listing_nobody_takes_is_killed_and_reaped(tmp_path: Path,
     assert process is not None and process.returncode is None
     gitindex.discard()
     assert process.returncode == -9 and gitindex._started == {}
+
+
+@needs_spawn
+@pytest.mark.parametrize(("second", "gitlink"), [("100644", False), ("160000", True)])
+def test_the_output_is_searched_for_gitlinks_while_git_writes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: str, gitlink: bool) -> None:
+    """What git has written is searched while the hook waits for the rest; the listing is
+    the same as one searched after git ends, a gitlink found early or late alike."""
+    repo = vault_repo(tmp_path / "repo")
+    (tmp_path / "first").write_bytes(b"EchoesVault/a.md\x00100644\x00" * 3000)  # two parts
+    (tmp_path / "last").write_bytes(f"EchoesVault/b\0{second}\0".encode())
+    fake_git(tmp_path, monkeypatch, f"cat {shlex.quote(str(tmp_path / 'first'))}; sleep 0.5; "
+                                    f"cat {shlex.quote(str(tmp_path / 'last'))}; exit 0")
+    started = gitindex._start(str(repo), gitindex.LS_FILES)
+    clean = gitindex._searched(started)
+    data, cause = gitindex._finish(started, gitindex.LS_FILES, mapped=True)
+    assert cause is None and data is not None
+    if not gitlink:  # all it had written before the pause, at least
+        assert clean >= (tmp_path / "first").stat().st_size
+    text = gitindex._text(data)
+    assert gitindex.listed(text, clean) == gitindex.listed(text)
+    assert isinstance(gitindex.listed(text, clean), tuple) is gitlink
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(["100644", "100755", "160000"]), max_size=6), st.data())
+def test_a_listing_known_clean_up_to_any_point_before_a_gitlink_is_the_same(
+        modes: list[str], data: st.DataObject) -> None:
+    text = "".join(f"EchoesVault/{number}\0{mode}\0" for number, mode in enumerate(modes))
+    first = text.find(gitindex.GITLINK)
+    limit = len(text) if first < 0 else first + len(gitindex.GITLINK) - 1
+    clean = data.draw(st.integers(0, limit))
+    assert gitindex.listed(text, clean) == gitindex.listed(text)
