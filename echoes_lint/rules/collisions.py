@@ -229,6 +229,12 @@ def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: st
         position = last
         if rest == rest.lower() and _listed_unchanged(text, start, last, below):
             continue
+        if "/" in rest and level + 1 < _WALKED_LEVELS and text.isascii():
+            # The first path's folder holds a folder: walked on the listing (as below), without
+            # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
+            if not _listed_walk(index, text, start, last, below, groups, level + 1):
+                return False
+            continue
         entries = text[start:last]
         depth = below.count("/")
         if entries.isascii() and "/" not in rest:
