@@ -124,10 +124,8 @@ def _searched(started: Started) -> int:
     if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
         return 0
     needle, clean = GITLINK.encode("ascii"), 0
-    import time
-
-    end = time.monotonic() + 60  # `_finish`'s hang guard takes over then
-    while not process.ended(0.001) and time.monotonic() < end:
+    # Until git ends, or `_finish`'s hang guard (60 s from the first wait) ends it.
+    while not process.ended(0.001) and process.left(60) > 0:
         written = os.fstat(sink.fileno()).st_size
         while written - clean >= len(needle):
             start = max(0, clean - len(needle) + 1)
@@ -280,6 +278,7 @@ class _Spawned:
         import signal
 
         self.returncode: Optional[int] = None
+        self._since: Optional[float] = None  # when something first waited for git
         self._errors, errors = os.pipe()
         try:
             # posix_spawn cannot change the folder: `-C` runs git as if started in `folder`.
@@ -305,16 +304,15 @@ class _Spawned:
 
     def communicate(self, timeout: Optional[float] = None) -> tuple[None, bytes]:
         """(None, git's messages) once git has ended; `subprocess.TimeoutExpired` when it has
-        not closed its messages within `timeout` seconds. No sleep: git's end wakes the wait."""
+        not closed its messages within `timeout` seconds of the first wait for it (`ended`
+        included). No sleep: git's end wakes the wait."""
         import select
-        import time
 
-        end = None if timeout is None else time.monotonic() + timeout
         chunks = []
         waiting = select.poll()
         waiting.register(self._errors, select.POLLIN)
         while self._errors >= 0:
-            left = None if end is None else max(0.0, end - time.monotonic())
+            left = None if timeout is None else max(0.0, self.left(timeout))
             if not waiting.poll(None if left is None else left * 1000):
                 import subprocess
 
@@ -329,6 +327,7 @@ class _Spawned:
     def ended(self, timeout: float) -> bool:
         """Whether git has closed its messages within `timeout` seconds (or has written one:
         the caller waits in `communicate` then)."""
+        self.left(0)  # the wait starts
         if self._errors < 0:
             return True
         import select
@@ -336,6 +335,15 @@ class _Spawned:
         waiting = select.poll()
         waiting.register(self._errors, select.POLLIN)
         return bool(waiting.poll(timeout * 1000))
+
+    def left(self, timeout: float) -> float:
+        """Seconds left of `timeout`, counted from the first wait for git."""
+        import time
+
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        return self._since + timeout - now
 
     def wait(self) -> int:
         if self.returncode is None:

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,11 @@ def test_a_git_that_does_not_end_times_out_and_is_killed(
     assert process is not None and sink is not None and not isinstance(sink, str)
     with pytest.raises(subprocess.TimeoutExpired):
         process.communicate(timeout=0.2)
+    if isinstance(process, gitindex._Spawned):  # the hang guard counts from the first wait
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.communicate(timeout=0.2)
+        assert time.monotonic() - started < 0.1
     process.kill()
     assert process.wait() == -9
     with process:  # closes what is left, waits no more
@@ -130,3 +136,21 @@ def test_a_listing_known_clean_up_to_any_point_before_a_gitlink_is_the_same(
     limit = len(text) if first < 0 else first + len(gitindex.GITLINK) - 1
     clean = data.draw(st.integers(0, limit))
     assert gitindex.listed(text, clean) == gitindex.listed(text)
+
+
+@needs_spawn
+def test_the_search_while_git_writes_stops_at_the_hang_guard(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git that never ends is searched no longer than `_finish` waits for it (60 s from the
+    first wait, shortened here), which then ends it."""
+    repo = vault_repo(tmp_path / "repo")
+    fake_git(tmp_path, monkeypatch, "exec sleep 30")
+    process, sink = gitindex._start(str(repo), gitindex.LS_FILES)
+    assert isinstance(process, gitindex._Spawned)
+    monkeypatch.setattr(gitindex._Spawned, "left", lambda self, timeout: 0.0)
+    started = time.monotonic()
+    assert gitindex._searched((process, sink)) == 0
+    assert time.monotonic() - started < 5
+    output, cause = gitindex._finish((process, sink), gitindex.LS_FILES)
+    assert output is None and cause is not None and "timed out" in cause
+    assert process.returncode == -9
