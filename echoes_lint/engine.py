@@ -1362,7 +1362,7 @@ def git_finish(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
         return None, cause
     with process:
         try:
-            stdout, stderr = process.communicate(stdin, timeout=60)
+            stdout, stderr = _communicate(process, stdin)
         except (OSError, subprocess.SubprocessError) as exc:
             process.kill()
             process.wait()
@@ -1371,6 +1371,19 @@ def git_finish(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
         return stdout, None
     message = stderr.decode("utf-8", "backslashreplace").strip()
     return None, message[:2000] or f"git {' '.join(args[:1])} exited {process.returncode}"
+
+
+def _communicate(process: subprocess.Popen[bytes], data: Optional[bytes]) -> Tuple[bytes, bytes]:
+    """`process.communicate(data, timeout=60)` (the guard against a git that never ends), except
+    that the exit, once git closed its pipes, is waited for instead of polled for: with a
+    timeout, `Popen.wait` sleeps 1 ms before it looks again, and git closes its pipes just
+    before it ends, so every answer a command waited for came a millisecond late."""
+    wait = process.wait
+    process.wait = lambda timeout=None: wait()  # type: ignore[method-assign]
+    try:
+        return process.communicate(data, timeout=60)
+    finally:
+        process.wait = wait  # type: ignore[method-assign]
 
 
 def split_nul(output: Optional[bytes]) -> List[str]:
@@ -1510,8 +1523,8 @@ def git_ignored(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]
     with process:
         try:
             # One encoding of the whole list (as many calls would cost at 100,000 paths).
-            stdout, stderr = process.communicate(
-                os.fsencode("\0".join(paths) + "\0") if paths else b"", timeout=60)
+            stdout, stderr = _communicate(
+                process, os.fsencode("\0".join(paths) + "\0") if paths else b"")
         except (OSError, subprocess.SubprocessError) as exc:
             process.kill()
             process.wait()
