@@ -545,6 +545,19 @@ def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], b
     return frozenset(names), hashlib.sha256(joined).digest()
 
 
+def _all_pages(entries: list[os.DirEntry[str]]) -> bool:
+    """Whether the walk reads every entry of pages/ as a page (`_walked_page`) because each is a
+    regular file named `<name>.md`: the names of the common pages/ decided in a few passes in
+    C (a page's name classified one by one cost the worker 2 ms at 5,000 pages)."""
+    joined = "\0".join(map(_ENTRY_NAME, entries))
+    return (joined.endswith(".md") and joined.count(".md\0") == len(entries) - 1
+            and f"\0{joined}\0".find("\0.md\0") < 0
+            and all(entry.is_file(follow_symlinks=False) for entry in entries))
+
+
+_ENTRY_NAME = operator.attrgetter("name")
+
+
 # A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
 # close index, type, status, summary); a daily file: (path, size, mtime, mode, text, entry
 # headings).
@@ -903,15 +916,18 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
 
     pages = f"{vault}/pages"
     try:  # a linked pages/ holds no page for the walk: never read what it points to
-        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages),
-                                                          key=operator.attrgetter("name"))
+        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages), key=_ENTRY_NAME)
     except OSError:  # gone since the start: the walk finds no listing to agree with either
         entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
     os.write(pipe, digest)  # the pipe stays open for the last word (`_PageWorker.start`)
     _write_daily(vault, write, progress)
     page_links = links.PageLinks(names)
-    candidates = [entry for entry in entries if _walked_page(entry)]
+    try:
+        common = _all_pages(entries)
+    except OSError:
+        common = False
+    candidates = entries if common else [entry for entry in entries if _walked_page(entry)]
     rows: list[_Row] = []
     position = len(candidates)
     while position and position - 1 >= progress[0]:
