@@ -470,14 +470,14 @@ class _GateReader(engine.FileCache):
         if worker is not None and limit == engine.MAX_TEXT_BYTES:
             if kind == "page" and relative.startswith(_PAGES_PREFIX):
                 self._position += 1
-                row = worker.page(entry.name, self._position - 1)
-                if row is not None:
+                taken = worker.page(entry.name, self._position - 1)
+                if taken is not None:
                     self.dropped = True
-                    return _lean_document(relative, row)
+                    return _walked(taken, relative)
             elif kind == "daily":
-                daily = worker.daily(relative)
-                if daily is not None:
-                    return _daily_document(daily)
+                taken = worker.daily(relative)
+                if taken is not None:
+                    return _walked(taken, relative)
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
@@ -593,12 +593,12 @@ def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
     return os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
 
 
-def _lean_document(relative: str, row: _Row) -> tuple[engine.Document, os.stat_result]:
+def _lean_document(row: _Row) -> tuple[engine.Document, os.stat_result]:
     """What `load` makes of the page of a lean row."""
-    _name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
+    name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    document = engine.Document(relative, None, None, _NO_MARKERS, meta)
+    document = engine.Document(f"{_PAGES_PREFIX}{name}", None, None, _NO_MARKERS, meta)
     _settle_clean(document)
     return document, _file_facts(mode, size, mtime)
 
@@ -609,6 +609,16 @@ def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
     document = engine.Document(relative, text, None, _NO_MARKERS)
     document.entry_headings = headings  # as counted (an attribute: no `__dict__` made)
     return document, _file_facts(mode, size, mtime)
+
+
+_Taken = tuple[engine.Document, os.stat_result]  # a row made into what `load` gives
+
+
+def _walked(taken: _Taken, relative: str) -> _Taken:
+    """A worker's file as the walk reaches it: its path the walk's own string, the one its
+    `Scan.files` key holds (not a second one per file)."""
+    taken[0].path = relative
+    return taken
 
 
 class _PageWorker:
@@ -635,8 +645,8 @@ class _PageWorker:
         self.pipe = pipe  # the worker's digest of pages/
         self.file = rows  # the frames it wrote
         self.progress = progress  # [next page the walk reads, lowest page the worker wrote]
-        self.pages: Optional[dict[str, _Row]] = None  # once collected
-        self.days: dict[str, _Daily] = {}
+        self.pages: Optional[dict[str, _Taken]] = None  # once collected
+        self.days: dict[str, _Taken] = {}
         self.digest: Optional[bytes] = None
         self.listed_alike = False
         self.reaped = False
@@ -694,7 +704,7 @@ class _PageWorker:
             self.digest = received
         return self.digest
 
-    def page(self, name: str, position: int) -> Optional[_Row]:
+    def page(self, name: str, position: int) -> Optional[_Taken]:
         """The worker's row for the page at `position` of the walk's pages, or None when the
         walk reads it itself."""
         if not self.listed_alike:
@@ -711,7 +721,7 @@ class _PageWorker:
         assert self.pages is not None
         return self.pages.pop(name, None)
 
-    def daily(self, relative: str) -> Optional[_Daily]:
+    def daily(self, relative: str) -> Optional[_Taken]:
         """The worker's row for a daily file, or None when the walk reads it itself."""
         if self.pages is None:
             self.progress[0] = _NEVER
@@ -756,9 +766,12 @@ class _PageWorker:
         if self.broken:
             return
         try:
+            # Made into documents here, while the worker still reads, rather than one by one
+            # as the walk takes them once it is done, when the second CPU has nothing to do.
             for kind, rows in _frames(self, final):
-                self.decoded[kind].update((row[0], row) for row in rows)
-        except (ValueError, KeyError):
+                make = _lean_document if kind == "p" else _daily_document
+                self.decoded[kind].update((row[0], make(row)) for row in rows)
+        except (ValueError, KeyError, TypeError):
             self.broken = True
 
     def stop(self) -> None:
