@@ -5,18 +5,22 @@ gates' fixed cost at 5,000 pages). Behaviour only, never how long anything takes
   `Popen.wait` with one polls, sleeping 1 ms before it looks again, and git closes its pipes
   just before it ends (each `check-ignore` at the end of a gate's walk waited that long).
 - A git that never answers is still ended by the timeout, and the gate says why.
+- A whole-vault gate's first git processes are started by a thread beside its imports, and
+  taken before the page worker is forked, with no other thread alive.
 """
 
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 from conftest import init_repo
+from helpers_check import vault_repo
 
-from echoes_lint import engine
+from echoes_lint import checker, cli, engine
 
 
 @pytest.fixture
@@ -69,3 +73,30 @@ def test_a_git_that_never_answers_is_ended_by_the_timeout(monkeypatch: pytest.Mo
                                                 stderr=subprocess.PIPE), None),
                               ["a.md"])[1] == "cannot run git check-ignore: " + (
         "Command '['sleep', '30']' timed out after 0.2 seconds")
+
+
+def test_a_gate_starts_its_first_git_processes_beside_its_imports_and_forks_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`cli._start_toplevel`'s rev-parse and listings are started by a thread (a `Popen`
+    returns only once git runs: ms when the other CPU is busy), joined before the check takes
+    them, so that the page worker is forked with no other thread alive."""
+    repo = vault_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    starters, forks = [], []
+    start, worker = cli._git, checker._PageWorker.start.__func__  # type: ignore[attr-defined]
+
+    def starting(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+        starters.append(threading.current_thread() is threading.main_thread())
+        return start(folder, args)
+
+    def forking(cls: type[checker._PageWorker], root: Path) -> Any:
+        forks.append((threading.active_count(), cli._starting))
+        return worker(cls, root)
+
+    monkeypatch.setattr(cli, "_git", starting)
+    monkeypatch.setattr(checker._PageWorker, "start", classmethod(forking))
+    assert cli.main(["check"]) == 0
+    assert starters == [False] * 4  # rev-parse and the three listings, none by this thread
+    assert forks == [(1, None)]
+    assert cli._toplevels == {} and cli._listings == {} and cli._starting is None
