@@ -210,9 +210,9 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                 raise ConfigError("--staged needs a Git repository")
             context = _staged_context(root, prefix)
         elif paths is None:
-            if git and enabled & mergedriver.CODES:
-                mergedriver.prefetch(repo_root)  # git answers while the vault is read
-            context = _whole_context(root, prefix, git)
+            # The rule's git commands answer while the vault is read.
+            context = _whole_context(root, prefix, git, prefetch=(
+                repo_root if git and enabled & mergedriver.CODES else None))
         else:
             files, folders, whole = _resolve_paths(workspace, root, paths)
             if whole or folders or not in_git:
@@ -398,17 +398,28 @@ def _resolve_paths(workspace: Path, root: Path,
 # --- building the context -------------------------------------------------------------------
 
 
-def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Context:
+def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True,
+                   prefetch: Optional[Path] = None) -> Context:
     reader = _GateReader(root) if lean else None
     if reader is not None:
         reader.worker = _PageWorker.start(root)
+    # `mergedriver.prefetch` in `prefetch` (the repository root), by a thread once the worker
+    # is forked (a fork beside a thread could copy a lock held): a `Popen` returns only once git
+    # runs, and with both CPUs busy git waits for one (ms each); the walk goes on meanwhile.
+    starting = None if prefetch is None else threading.Thread(target=mergedriver.prefetch,
+                                                              args=(prefetch,))
     try:
+        if starting is not None:
+            starting.start()
         scan = engine.scan_workspace(root, git=git, cache=reader,
                                      listings=cli.listings(str(root)) if git else None)
     except BaseException:
         if reader is not None and reader.worker is not None:
             reader.worker.stop()
         raise
+    finally:
+        if starting is not None and starting.ident is not None:
+            starting.join()  # before the rule takes them, and before `ci` forks
     if reader is not None:
         reader.finish()
     if git and (scan.git.error or not scan.git.available):

@@ -6,7 +6,8 @@ gates' fixed cost at 5,000 pages). Behaviour only, never how long anything takes
   just before it ends (each `check-ignore` at the end of a gate's walk waited that long).
 - A git that never answers is still ended by the timeout, and the gate says why.
 - A whole-vault gate's first git processes are started by a thread beside its imports, and
-  taken before the page worker is forked, with no other thread alive.
+  taken before the page worker is forked, with no other thread alive; the merge-driver rule's
+  by a thread beside the walk, once the worker is forked.
 """
 
 from __future__ import annotations
@@ -94,9 +95,18 @@ def test_a_gate_starts_its_first_git_processes_beside_its_imports_and_forks_alon
         forks.append((threading.active_count(), cli._starting))
         return worker(cls, root)
 
+    prefetch, prefetched = checker.mergedriver.prefetch, []
+
+    def prefetching(top: Path) -> None:
+        prefetched.append(threading.current_thread() is threading.main_thread())
+        prefetch(top)
+
     monkeypatch.setattr(cli, "_git", starting)
     monkeypatch.setattr(checker._PageWorker, "start", classmethod(forking))
+    monkeypatch.setattr(checker.mergedriver, "prefetch", prefetching)
     assert cli.main(["check"]) == 0
     assert starters == [False] * 4  # rev-parse and the three listings, none by this thread
     assert forks == [(1, None)]
+    # The merge-driver rule's git commands too, once the worker is forked; taken by the rule.
+    assert prefetched == [False] and checker.mergedriver._prefetched == {}
     assert cli._toplevels == {} and cli._listings == {} and cli._starting is None
