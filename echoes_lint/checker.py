@@ -604,32 +604,35 @@ def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
     return os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
 
 
-def _lean_document(row: _Row) -> tuple[engine.Document, os.stat_result]:
-    """What `load` makes of the page of a lean row."""
-    name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
+def _lean_document(row: _Row) -> engine.Document:
+    """The page of a lean row, its path for the walk to set (`_walked`)."""
+    name, _size, _mtime, _mode, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    document = engine.Document(f"{_PAGES_PREFIX}{name}", None, None, _NO_MARKERS, meta)
-    _settle_clean(document)
-    return document, _file_facts(mode, size, mtime)
+    document = engine.Document(name, None, None, _NO_MARKERS, meta)
+    _settle_clean(document)  # (an ASCII name is an ASCII path in pages/)
+    return document
 
 
-def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
-    """What `load` makes of the daily file of a row."""
-    relative, size, mtime, mode, text, headings = row
+def _daily_document(row: _Daily) -> engine.Document:
+    """The daily file of a row, its path for the walk to set (`_walked`)."""
+    relative, _size, _mtime, _mode, text, headings = row
     document = engine.Document(relative, text, None, _NO_MARKERS)
     document.entry_headings = headings  # as counted (an attribute: no `__dict__` made)
-    return document, _file_facts(mode, size, mtime)
+    return document
 
 
-_Taken = tuple[engine.Document, os.stat_result]  # a row made into what `load` gives
+# A row made into its document, beside the row (its size, mtime and mode: fields 1 to 3 of
+# either kind), until the walk takes it.
+_Taken = tuple[engine.Document, tuple[Any, ...]]
 
 
-def _walked(taken: _Taken, relative: str) -> _Taken:
-    """A worker's file as the walk reaches it: its path the walk's own string, the one its
-    `Scan.files` key holds (not a second one per file)."""
-    taken[0].path = relative
-    return taken
+def _walked(taken: _Taken, relative: str) -> tuple[engine.Document, os.stat_result]:
+    """What `load` gives of a worker's file as the walk reaches it: its path the walk's own
+    string, the one its `Scan.files` key holds (not a second one per file)."""
+    document, row = taken
+    document.path = relative
+    return document, _file_facts(row[3], row[1], row[2])
 
 
 class _PageWorker:
@@ -781,7 +784,7 @@ class _PageWorker:
             # as the walk takes them once it is done, when the second CPU has nothing to do.
             for kind, rows in _frames(self, final):
                 make = _lean_document if kind == "p" else _daily_document
-                self.decoded[kind].update((row[0], make(row)) for row in rows)
+                self.decoded[kind].update((row[0], (make(row), row)) for row in rows)
         except (ValueError, KeyError, TypeError):
             self.broken = True
 

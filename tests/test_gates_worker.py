@@ -276,15 +276,16 @@ def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
     os.write(file, first + second[:7])  # the worker is writing the second frame
     worker._drain()
     assert worker.decoded["p"] == {} and list(worker.decoded["d"]) == [day]
-    document, facts = worker.decoded["d"][day]
+    document, facts = checker._walked(worker.decoded["d"][day], day)
     assert (document.path, document.text, document.entry_headings) == (day, "text\n", 1)
     assert (facts.st_size, facts.st_mtime, facts.st_mode) == (5, 1.5, 0o100644)
     assert not worker.broken and worker.offset == len(first)
     os.write(file, second[7:])
     worker._drain()
     assert list(worker.decoded["p"]) == ["b.md", "c.md"]
-    page_document = worker.decoded["p"]["c.md"][0]
+    page_document, page_facts = checker._walked(worker.decoded["p"]["c.md"], f"{PAGES}/c.md")
     assert page_document.path == f"{PAGES}/c.md" and page_document.meta.summary == "S."
+    assert (page_facts.st_size, page_facts.st_mtime) == (9, 2.5)
     os.write(file, _frame("p", [_page_row("d.md")])[:-1])
     worker._drain()
     assert not worker.broken and "d.md" not in worker.decoded["p"]
