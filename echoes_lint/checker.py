@@ -210,9 +210,9 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
                 raise ConfigError("--staged needs a Git repository")
             context = _staged_context(root, prefix)
         elif paths is None:
-            if git and enabled & mergedriver.CODES:
-                mergedriver.prefetch(repo_root)  # git answers while the vault is read
-            context = _whole_context(root, prefix, git)
+            # The rule's git commands answer while the vault is read.
+            context = _whole_context(root, prefix, git, prefetch=(
+                repo_root if git and enabled & mergedriver.CODES else None))
         else:
             files, folders, whole = _resolve_paths(workspace, root, paths)
             if whole or folders or not in_git:
@@ -398,17 +398,28 @@ def _resolve_paths(workspace: Path, root: Path,
 # --- building the context -------------------------------------------------------------------
 
 
-def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True) -> Context:
+def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True,
+                   prefetch: Optional[Path] = None) -> Context:
     reader = _GateReader(root) if lean else None
     if reader is not None:
         reader.worker = _PageWorker.start(root)
+    # `mergedriver.prefetch` in `prefetch` (the repository root), by a thread once the worker
+    # is forked (a fork beside a thread could copy a lock held): a `Popen` returns only once git
+    # runs, and with both CPUs busy git waits for one (ms each); the walk goes on meanwhile.
+    starting = None if prefetch is None else threading.Thread(target=mergedriver.prefetch,
+                                                              args=(prefetch,))
     try:
+        if starting is not None:
+            starting.start()
         scan = engine.scan_workspace(root, git=git, cache=reader,
                                      listings=cli.listings(str(root)) if git else None)
     except BaseException:
         if reader is not None and reader.worker is not None:
             reader.worker.stop()
         raise
+    finally:
+        if starting is not None and starting.ident is not None:
+            starting.join()  # before the rule takes them, and before `ci` forks
     if reader is not None:
         reader.finish()
     if git and (scan.git.error or not scan.git.available):
@@ -470,14 +481,14 @@ class _GateReader(engine.FileCache):
         if worker is not None and limit == engine.MAX_TEXT_BYTES:
             if kind == "page" and relative.startswith(_PAGES_PREFIX):
                 self._position += 1
-                row = worker.page(entry.name, self._position - 1)
-                if row is not None:
+                taken = worker.page(entry.name, self._position - 1)
+                if taken is not None:
                     self.dropped = True
-                    return _lean_document(relative, row)
+                    return _walked(taken, relative)
             elif kind == "daily":
-                daily = worker.daily(relative)
-                if daily is not None:
-                    return _daily_document(daily)
+                taken = worker.daily(relative)
+                if taken is not None:
+                    return _walked(taken, relative)
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
@@ -545,6 +556,19 @@ def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], b
     return frozenset(names), hashlib.sha256(joined).digest()
 
 
+def _all_pages(entries: list[os.DirEntry[str]]) -> bool:
+    """Whether the walk reads every entry of pages/ as a page (`_walked_page`) because each is a
+    regular file named `<name>.md`: the names of the common pages/ decided in a few passes in
+    C (a page's name classified one by one cost the worker 2 ms at 5,000 pages)."""
+    joined = "\0".join(map(_ENTRY_NAME, entries))
+    return (joined.endswith(".md") and joined.count(".md\0") == len(entries) - 1
+            and f"\0{joined}\0".find("\0.md\0") < 0
+            and all(entry.is_file(follow_symlinks=False) for entry in entries))
+
+
+_ENTRY_NAME = operator.attrgetter("name")
+
+
 # A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
 # close index, type, status, summary); a daily file: (path, size, mtime, mode, text, entry
 # headings).
@@ -580,22 +604,35 @@ def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
     return os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
 
 
-def _lean_document(relative: str, row: _Row) -> tuple[engine.Document, os.stat_result]:
-    """What `load` makes of the page of a lean row."""
-    _name, size, mtime, mode, open_line, close_line, close_index, kind, status, summary = row
+def _lean_document(row: _Row) -> engine.Document:
+    """The page of a lean row, its path for the walk to set (`_walked`)."""
+    name, _size, _mtime, _mode, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    document = engine.Document(relative, None, None, _NO_MARKERS, meta)
-    _settle_clean(document)
-    return document, _file_facts(mode, size, mtime)
+    document = engine.Document(name, None, None, _NO_MARKERS, meta)
+    _settle_clean(document)  # (an ASCII name is an ASCII path in pages/)
+    return document
 
 
-def _daily_document(row: _Daily) -> tuple[engine.Document, os.stat_result]:
-    """What `load` makes of the daily file of a row."""
-    relative, size, mtime, mode, text, headings = row
+def _daily_document(row: _Daily) -> engine.Document:
+    """The daily file of a row, its path for the walk to set (`_walked`)."""
+    relative, _size, _mtime, _mode, text, headings = row
     document = engine.Document(relative, text, None, _NO_MARKERS)
     document.entry_headings = headings  # as counted (an attribute: no `__dict__` made)
-    return document, _file_facts(mode, size, mtime)
+    return document
+
+
+# A row made into its document, beside the row (its size, mtime and mode: fields 1 to 3 of
+# either kind), until the walk takes it.
+_Taken = tuple[engine.Document, tuple[Any, ...]]
+
+
+def _walked(taken: _Taken, relative: str) -> tuple[engine.Document, os.stat_result]:
+    """What `load` gives of a worker's file as the walk reaches it: its path the walk's own
+    string, the one its `Scan.files` key holds (not a second one per file)."""
+    document, row = taken
+    document.path = relative
+    return document, _file_facts(row[3], row[1], row[2])
 
 
 class _PageWorker:
@@ -622,8 +659,8 @@ class _PageWorker:
         self.pipe = pipe  # the worker's digest of pages/
         self.file = rows  # the frames it wrote
         self.progress = progress  # [next page the walk reads, lowest page the worker wrote]
-        self.pages: Optional[dict[str, _Row]] = None  # once collected
-        self.days: dict[str, _Daily] = {}
+        self.pages: Optional[dict[str, _Taken]] = None  # once collected
+        self.days: dict[str, _Taken] = {}
         self.digest: Optional[bytes] = None
         self.listed_alike = False
         self.reaped = False
@@ -681,7 +718,7 @@ class _PageWorker:
             self.digest = received
         return self.digest
 
-    def page(self, name: str, position: int) -> Optional[_Row]:
+    def page(self, name: str, position: int) -> Optional[_Taken]:
         """The worker's row for the page at `position` of the walk's pages, or None when the
         walk reads it itself."""
         if not self.listed_alike:
@@ -698,7 +735,7 @@ class _PageWorker:
         assert self.pages is not None
         return self.pages.pop(name, None)
 
-    def daily(self, relative: str) -> Optional[_Daily]:
+    def daily(self, relative: str) -> Optional[_Taken]:
         """The worker's row for a daily file, or None when the walk reads it itself."""
         if self.pages is None:
             self.progress[0] = _NEVER
@@ -743,9 +780,12 @@ class _PageWorker:
         if self.broken:
             return
         try:
+            # Made into documents here, while the worker still reads, rather than one by one
+            # as the walk takes them once it is done, when the second CPU has nothing to do.
             for kind, rows in _frames(self, final):
-                self.decoded[kind].update((row[0], row) for row in rows)
-        except (ValueError, KeyError):
+                make = _lean_document if kind == "p" else _daily_document
+                self.decoded[kind].update((row[0], (make(row), row)) for row in rows)
+        except (ValueError, KeyError, TypeError):
             self.broken = True
 
     def stop(self) -> None:
@@ -903,15 +943,18 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
 
     pages = f"{vault}/pages"
     try:  # a linked pages/ holds no page for the walk: never read what it points to
-        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages),
-                                                          key=operator.attrgetter("name"))
+        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages), key=_ENTRY_NAME)
     except OSError:  # gone since the start: the walk finds no listing to agree with either
         entries = []
     names, digest = _page_files({entry.name: entry for entry in entries})
     os.write(pipe, digest)  # the pipe stays open for the last word (`_PageWorker.start`)
     _write_daily(vault, write, progress)
     page_links = links.PageLinks(names)
-    candidates = [entry for entry in entries if _walked_page(entry)]
+    try:
+        common = _all_pages(entries)
+    except OSError:
+        common = False
+    candidates = entries if common else [entry for entry in entries if _walked_page(entry)]
     rows: list[_Row] = []
     position = len(candidates)
     while position and position - 1 >= progress[0]:

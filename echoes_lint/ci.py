@@ -372,16 +372,29 @@ def status_report(scan: engine.Scan) -> dict[str, Any]:
     return engine.inspect_report(engine.clone_view(scan))
 
 
+# The pages from which a second process makes the status report while the rules run. Below,
+# the fork and the copy-on-write faults it brings to both processes cost about what the
+# report costs here (5,000 pages: the report about 6 ms, 4 ms less wall time and 15 ms less
+# CPU in-process; 20,000 pages: the same wall time, 30 ms less CPU).
+BESIDE_PAGES = 20_000
+
+
+def _beside(scan: engine.Scan, beside: list[Beside]) -> None:
+    if len(scan.pages) >= BESIDE_PAGES:
+        beside.append(Beside(lambda: status_report(scan)))
+
+
 def _run(options: argparse.Namespace) -> int:
     workspace = Path(options.workspace)
     config = load_config(workspace, Path(options.config)) if options.config else None
-    # The status report needs only the scan: a second process makes it while the rules run.
+    # The status report needs only the scan: in a large vault, a second process makes it while
+    # the rules run.
     beside: list[Beside] = []
     try:
         result = run_checks(workspace, vault_dir=options.vault_dir, config=config,
                             select=split_codes(options.select),
                             ignore=split_codes(options.ignore), guard=True,
-                            scanned=lambda scan: beside.append(Beside(lambda: status_report(scan))))
+                            scanned=lambda scan: _beside(scan, beside))
         keep(result)
         report = beside[0].result() if beside else status_report(result.scan)
     finally:

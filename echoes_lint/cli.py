@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+import threading
 
 from echoes_lint import __version__, gitindex
 
@@ -167,6 +168,7 @@ def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
     # The folder checked: the one --workspace names (as the Action passes it), else this one.
     # A guess that misses (an abbreviated option, one inside --args) is only ended, never
     # taken: a check takes what was started in its own folder.
+    global _starting
     named = [args[at + 1] if arg == "--workspace" else arg.partition("=")[2]
              for at, arg in enumerate(args[:-1] if args[-1:] == ["--workspace"] else args)
              if arg == "--workspace" or arg.startswith("--workspace=")]
@@ -174,14 +176,37 @@ def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
         return
     try:
         folder = os.path.abspath(named[0]) if named else os.getcwd()
+    except OSError:
+        return  # the check says why it cannot look
+    # Started by a thread while this one loads the linter: a `Popen` returns only once git
+    # runs, and git waits for a CPU when the other one is busy (with the git started just
+    # before: ms each). Taken (joined) before the check forks its page worker.
+    _starting = threading.Thread(target=_start, args=(folder, _whole_vault(command, rest)))
+    _starting.start()
+
+
+# The thread that starts the gate's first git processes, until `_started` joins it.
+_starting: Optional[threading.Thread] = None
+
+
+def _start(folder: str, whole: bool) -> None:
+    try:
         key = os.path.realpath(folder)
         _toplevels[key] = _git(folder, _TOPLEVEL)
-        if _whole_vault(command, rest):
+        if whole:
             _listings[key] = []  # filled in turn: each one started is collected
             for listing in _LISTINGS:
                 _listings[key].append(_git(folder, listing))
     except (OSError, subprocess.SubprocessError):
         return  # the check runs git itself, and says why it cannot
+
+
+def _started() -> None:
+    """Wait until the git processes of `_start_toplevel` are started (or failed to start)."""
+    global _starting
+    if _starting is not None:
+        _starting.join()
+        _starting = None
 
 
 def _git(folder: str, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
@@ -204,6 +229,7 @@ def listings(folder: str) -> Optional[list[tuple[Optional[subprocess.Popen[bytes
                                                  Optional[str]]]]:
     """The `engine.git_listings()` started in `folder` (resolved) for this run, if all
     started: `engine.collect_git_facts` collects them."""
+    _started()
     started = _listings.pop(os.path.realpath(folder), None)
     if started is not None and len(started) == len(_LISTINGS):
         return [(process, None) for process in started]
@@ -215,6 +241,7 @@ def listings(folder: str) -> Optional[list[tuple[Optional[subprocess.Popen[bytes
 def toplevel(folder: str) -> Optional[subprocess.Popen[bytes]]:
     """The `git rev-parse --show-toplevel` started in `folder` (resolved) for this run, if
     any: `engine.git_finish` collects it."""
+    _started()
     return _toplevels.pop(os.path.realpath(folder), None)
 
 
@@ -222,6 +249,7 @@ def _discard_toplevel() -> None:
     """End and collect a started git that no check took (a usage error stopped it first, or
     the check read named files): its answer is not needed, and a git stuck on a hostile
     `.git` must not hold the exit."""
+    _started()
     while _toplevels:
         _end(_toplevels.popitem()[1])
     discard_listings()
@@ -229,6 +257,7 @@ def _discard_toplevel() -> None:
 
 def discard_listings() -> None:
     """End and collect the listings no scan took."""
+    _started()
     while _listings:
         for process in _listings.popitem()[1]:
             _end(process)

@@ -160,6 +160,7 @@ def test_ci_reports_the_same_bytes_with_the_report_from_the_child(
 
     monkeypatch.setattr(ci, "status_report", counted)
     monkeypatch.setattr(checker, "_can_fork", lambda: True)
+    monkeypatch.setattr(ci, "BESIDE_PAGES", 0)  # a child for every vault
     from_child = _ci(attention_vault, tmp_path, monkeypatch, capfdbinary, "child")
     assert here == []  # the child made it
     monkeypatch.setattr(checker, "_can_fork", lambda: False)
@@ -185,6 +186,7 @@ def test_a_check_that_fails_stops_the_child(
         raise RuntimeError("a rule failed")
 
     monkeypatch.setattr(checker, "_can_fork", lambda: True)
+    monkeypatch.setattr(ci, "BESIDE_PAGES", 0)
     monkeypatch.setattr(ci, "Beside", beside)
     monkeypatch.setattr(checker, "FAMILIES", [(frozenset({"EV050"}), failing_rules)])
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

@@ -134,7 +134,7 @@ def test_ci_reports_the_status_of_the_engines_own_scan(tmp_path: Path) -> None:
     assert lean["health"]["todayEntries"] == 6
 
 
-def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
+def test_the_merge_driver_rule_takes_the_git_answers_started_beside_the_walk(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = vault_repo(tmp_path / "repo")
     git_dir = repo / ".git"
@@ -148,15 +148,17 @@ def test_the_merge_driver_rule_takes_the_git_answers_started_before_the_walk(
         return start(workspace, args, stdin)
 
     def scanned(*args: Any, **kwargs: Any) -> engine.Scan:
-        events.append("walk")
-        return scan(*args, **kwargs)
+        try:
+            return scan(*args, **kwargs)
+        finally:
+            events.append("walked")
 
     monkeypatch.setattr(engine, "git_start", started)
     monkeypatch.setattr(engine, "scan_workspace", scanned)
     findings = run_checks(repo).findings
     assert [finding.code for finding in findings] == ["EV091"]  # the answers, as git gave them
-    walk = events.index("walk")
-    assert {"config --show-origin", "rev-parse --git-path"} <= set(events[:walk])
+    walked = events.index("walked")  # started beside the walk (by a thread), not after it
+    assert {"config --show-origin", "rev-parse --git-path"} <= set(events[:walked])
     assert events.count("config --show-origin") == 1 and mergedriver._prefetched == {}
     run_checks(repo, select=["EV050"])  # the rule does not run: nothing is started for it
     assert events.count("config --show-origin") == 1

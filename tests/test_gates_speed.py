@@ -116,7 +116,9 @@ def _reports(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], li
     whole = checker._whole_context
     with monkeypatch.context() as patch:  # the engine's own scan, as the gates had it before
         patch.setattr(checker, "_whole_context",
-                      lambda root, prefix, git: whole(root, prefix, git, lean=False))
+                      lambda root, prefix, git, prefetch=None: whole(root, prefix, git,
+                                                                     lean=False,
+                                                                     prefetch=prefetch))
         kept = run_checks(repo)
     assert all(document.text is not None for document in kept.scan.pages
                if document.problem is None)

@@ -71,19 +71,13 @@ def _finished(worker: checker._PageWorker) -> None:
 def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The paths of the pages the walk took from the worker."""
     paths: list[str] = []
-    lean = checker._lean_document
-    daily = checker._daily_document
+    walked = checker._walked
 
-    def counted(relative: str, row: Any) -> Any:
+    def counted(made: Any, relative: str) -> Any:
         paths.append(relative)
-        return lean(relative, row)
+        return walked(made, relative)
 
-    def counted_daily(row: Any) -> Any:
-        paths.append(row[0])
-        return daily(row)
-
-    monkeypatch.setattr(checker, "_lean_document", counted)
-    monkeypatch.setattr(checker, "_daily_document", counted_daily)
+    monkeypatch.setattr(checker, "_walked", counted)
     yield paths
 
 
@@ -270,23 +264,35 @@ def _frame(kind: str, rows: list[Any]) -> bytes:
 
 
 def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
-    """The walk decodes the worker's frames while the worker writes more (`_drain`): a frame
-    not yet whole is left for the next look, and one still cut short when the worker is done
-    makes it give nothing."""
+    """The walk decodes the worker's frames, and makes their rows into documents, while the
+    worker writes more (`_drain`): a frame not yet whole is left for the next look, and one
+    still cut short when the worker is done makes it give nothing."""
     file = checker._anonymous_file()
     progress = memoryview(bytearray(16)).cast("q")
     worker = checker._PageWorker(0, -1, file, progress)
-    first, second = _frame("d", [("a.md", 1)]), _frame("p", [("b.md", 2), ("c.md", 3)])
+    day = "EchoesVault/daily/2026-01-01/a.md"
+    first = _frame("d", [(day, 5, 1.5, 0o100644, "text\n", 1)])
+    second = _frame("p", [_page_row("b.md"), _page_row("c.md")])
     os.write(file, first + second[:7])  # the worker is writing the second frame
     worker._drain()
-    assert worker.decoded == {"p": {}, "d": {"a.md": ("a.md", 1)}} and not worker.broken
-    assert worker.offset == len(first)
+    assert worker.decoded["p"] == {} and list(worker.decoded["d"]) == [day]
+    document, facts = checker._walked(worker.decoded["d"][day], day)
+    assert (document.path, document.text, document.entry_headings) == (day, "text\n", 1)
+    assert (facts.st_size, facts.st_mtime, facts.st_mode) == (5, 1.5, 0o100644)
+    assert not worker.broken and worker.offset == len(first)
     os.write(file, second[7:])
     worker._drain()
-    assert worker.decoded["p"] == {"b.md": ("b.md", 2), "c.md": ("c.md", 3)}
-    os.write(file, _frame("p", [("d.md", 4)])[:-1])
+    assert list(worker.decoded["p"]) == ["b.md", "c.md"]
+    page_document, page_facts = checker._walked(worker.decoded["p"]["c.md"], f"{PAGES}/c.md")
+    assert page_document.path == f"{PAGES}/c.md" and page_document.meta.summary == "S."
+    assert (page_facts.st_size, page_facts.st_mtime) == (9, 2.5)
+    os.write(file, _frame("p", [_page_row("d.md")])[:-1])
     worker._drain()
     assert not worker.broken and "d.md" not in worker.decoded["p"]
     worker._drain(final=True)  # done, and still cut short: nothing is taken
     assert worker.broken
     os.close(file)
+
+
+def _page_row(name: str) -> tuple[Any, ...]:
+    return (name, 9, 2.5, 0o100644, 1, 6, 5, "note", "active", "S.")
