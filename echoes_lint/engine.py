@@ -2029,7 +2029,7 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
             _walk_file(scan, entry, relative, kind, cache)
     # The last listing and its stats (pages/ comes last when Git did not vouch for it: ~35 MB
     # at 100,000 pages) are let go before `settle` builds what the command holds from now on.
-    entries = []
+    entries, known = [], {}
     if cache is not None:
         cache.listed = ("", {})
     if index is not None:
