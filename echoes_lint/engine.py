@@ -1121,6 +1121,7 @@ def _render_index(names: List[str], metas: List[PageMeta]) -> str:
         keys = (zip(folded, names) if folded is not None
                 else [page_sort_key(filename) for filename in names])
         rows = [row for _key, row in sorted(zip(keys, rows), key=operator.itemgetter(0))]
+        del keys
     # The stems and keys go before the text is joined, and the text is joined once with the
     # header (INDEX_HEADER ends with a line break): at 100,000 pages each is 10-15 MB.
     del folded
@@ -2038,8 +2039,9 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
                 index = (entry, relative, kind)  # its read limit follows the number of pages
                 continue
             _walk_file(scan, entry, relative, kind, cache)
-    # The last listing and its stats (pages/ comes last when Git did not vouch for it: ~35 MB
-    # at 100,000 pages) are let go before `settle` builds what the command holds from now on.
+    # The last listing and what `match_folder` took of its files (pages/ comes last when Git
+    # did not vouch for it: ~35 MB at 100,000 pages, and a reader's stats 70 MB more) are let
+    # go, the walk's own name for them included, before `settle` builds what the command holds.
     entries, known = [], {}
     if cache is not None:
         cache.listed = ("", {})
