@@ -1096,10 +1096,20 @@ def index_summary(summary: str, deprecated: bool) -> str:
 def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
     """The exact index bytes (as text) for valid pages given as (filename, meta) pairs."""
     named = list(pages)
-    names = [filename for filename, _meta in named]
+    return _render_index([filename for filename, _meta in named], [meta for _name, meta in named])
+
+
+def _render_index(names: List[str], metas: List[PageMeta]) -> str:
+    """`render_index` of the pages `names` with their `metas` (no pair a page: `build_index`
+    has both lists, and a writer renders at its memory's peak)."""
     stems, folded = _page_stems(names)
+    # Names already in order (a scan's pages are) stay as they are, and their lowered names go
+    # before the rows are made (at 100,000 pages each list is 6 MB).
+    ordered = folded is not None and all(low < high for low, high in zip(folded, folded[1:]))
+    if ordered:
+        folded = None
     rows = []
-    for (filename, meta), stem in zip(named, stems):  # `index_row`, with the stems at hand
+    for filename, meta, stem in zip(names, metas, stems):  # `index_row`, the stems at hand
         summary = meta.summary
         if summary is None:
             raise VaultError(f"Cannot render the index: {filename} has invalid frontmatter.")
@@ -1107,16 +1117,17 @@ def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
                     f"{index_summary(summary, True) if meta.deprecated else summary}")
     if not rows:
         return INDEX_HEADER
-    if folded is None or not all(low < high for low, high in zip(folded, folded[1:])):
+    del stems
+    if not ordered:
         # `page_sort_key` of each name: (lowered, name) for ASCII names. A stable sort on the
-        # key alone, as equal keys (one NFC name spelled two ways) keep their order. Names
-        # already in order (a scan's pages are) stay as they are.
+        # key alone, as equal keys (one NFC name spelled two ways) keep their order.
         keys = (zip(folded, names) if folded is not None
                 else [page_sort_key(filename) for filename in names])
         rows = [row for _key, row in sorted(zip(keys, rows), key=operator.itemgetter(0))]
-    # The names, stems and keys go before the text is joined, and the text is joined once with
-    # the header (INDEX_HEADER ends with a line break): at 100,000 pages each is 10-15 MB.
-    del named, names, stems, folded
+        del keys
+    # The stems and keys go before the text is joined, and the text is joined once with the
+    # header (INDEX_HEADER ends with a line break): at 100,000 pages each is 10-15 MB.
+    del folded
     return "\n".join([INDEX_HEADER, *rows, ""])
 
 
@@ -1161,12 +1172,13 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
             stems.setdefault(identity, []).append(name)
         for group in sorted(sorted(group) for group in stems.values() if len(group) > 1):
             errors.append("page names collide after case folding: " + ", ".join(group))
+    del identities  # (not held while the index is rendered: 6 MB at 100,000 pages)
     for name, meta, problems in pages:
         if problems or meta is None:
             errors.append(f"{name}: {describe_problems(problems) or 'unreadable page'}")
     if errors:
         raise VaultError("Cannot build the index: " + "; ".join(errors))
-    return render_index((name, meta) for name, meta, _problems in pages if meta is not None)
+    return _render_index(names, [meta for _name, meta, _problems in pages if meta is not None])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2043,9 +2055,10 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
                 index = (entry, relative, kind)  # its read limit follows the number of pages
                 continue
             _walk_file(scan, entry, relative, kind, cache)
-    # The last listing and its stats (pages/ comes last when Git did not vouch for it: ~35 MB
-    # at 100,000 pages) are let go before `settle` builds what the command holds from now on.
-    entries = []
+    # The last listing and what `match_folder` took of its files (pages/ comes last when Git
+    # did not vouch for it: ~35 MB at 100,000 pages, and a reader's stats 70 MB more) are let
+    # go, the walk's own name for them included, before `settle` builds what the command holds.
+    entries, known = [], {}
     if cache is not None:
         cache.listed = ("", {})
     if index is not None:
@@ -2303,8 +2316,10 @@ class FileCache:
         self.decoded = False  # whether the entries' JSON was decoded
         self.matched_folders = 0  # folders matched whole by their signature
         # The last folder `match_folder` stat'ed without a match, with what each of its files
-        # stat'ed to: the walk of that folder takes them instead of a second stat per file.
-        self.listed: Tuple[str, Dict[str, os.stat_result]] = ("", {})
+        # stat'ed to (a reader's scan records sizes and times: the stat; a writer's: the
+        # file's signature line, a string where a stat is ~670 bytes, 70 MB at 100,000 pages):
+        # the walk of that folder takes them instead of a second stat per file.
+        self.listed: Tuple[str, Dict[str, os.stat_result | str]] = ("", {})
         # Per folder holding entries: its signature (`_folder_signature`) when every entry of
         # the folder has its line, else None; a folder without entries is not named.
         self.dirs: Dict[str, Any] = {}
@@ -2578,10 +2593,10 @@ class FileCache:
         return document_from_bytes(_INDEX_PATH, data, False, limit), info
 
     def defer_page(self, entry: os.DirEntry[str], relative: str, kind: str = "page",
-                   info: Optional[os.stat_result] = None) -> bool:
+                   info: Optional[os.stat_result | str] = None) -> bool:
         """`load` of a page (or daily file) whose entry matches, for a deferring walk: True
         when deferred (and its size recorded), False to go the general way. `info`: the
-        file's stat, when `match_folder` took it already."""
+        file's stat, or a writer's its signature line, when `match_folder` took it already."""
         try:
             if not entry.is_file(follow_symlinks=False):  # a link, a folder, a FIFO
                 return False
@@ -2590,10 +2605,18 @@ class FileCache:
             return False
         # None once an entry met earlier in the walk was malformed: `ignore` emptied them all.
         record = self.entries.get(relative)
-        mtime, ctime = info.st_mtime_ns, info.st_ctime_ns
-        if not (type(record) is list and len(record) == 5 and record[0] == info.st_size
-                and record[1] == mtime and record[2] == ctime and record[3] == info.st_ino
-                and mtime < self.stamp and ctime < self.stamp and stat.S_ISREG(info.st_mode)):
+        if isinstance(info, str):
+            # The line says what an equal record says (`_record_line`), and no mode is needed:
+            # the same inode with the same ctime is the regular file the entry's writer found.
+            if not (type(record) is list and len(record) == 5 and type(record[0]) is int
+                    and type(record[1]) is int and type(record[2]) is int
+                    and type(record[3]) is int and _record_line(entry.name, record) == info
+                    and record[1] < self.stamp and record[2] < self.stamp):
+                return False
+        elif not (type(record) is list and len(record) == 5 and record[0] == info.st_size
+                  and record[1] == info.st_mtime_ns and record[2] == info.st_ctime_ns
+                  and record[3] == info.st_ino and info.st_mtime_ns < self.stamp
+                  and info.st_ctime_ns < self.stamp and stat.S_ISREG(info.st_mode)):
             return False
         if self.fresh is None:
             del self.entries[relative]  # a reader uses an entry once
@@ -2603,15 +2626,18 @@ class FileCache:
         self.reused += 1
         self.deferred_pages += kind == "page"
         assert self.walked is not None
-        if self.walked.sizes:
+        if self.walked.sizes and not isinstance(info, str):
             self.walked.files[relative] = (info.st_size, info.st_mtime)
         return True
 
-    def _keep(self, relative: str, record: List[Any], info: os.stat_result) -> None:
-        """A writer's entry for the next cache, with the line of its folder's signature."""
+    def _keep(self, relative: str, record: List[Any], info: os.stat_result | str,
+              ) -> None:
+        """A writer's entry for the next cache, with the line of its folder's signature (`info`:
+        the file's stat, or that line)."""
         if self.fresh is not None:
             self.fresh[relative] = record
-            self.lines[relative] = _signature_line(relative.rpartition("/")[2], info)
+            self.lines[relative] = info if isinstance(info, str) else _signature_line(
+                relative.rpartition("/")[2], info)
             if not self.trusted and self.state == "valid":
                 # A rebuild's old entry is compared here and freed: at 100,000 pages the old
                 # entries and the walk's would otherwise all be held when `save` compares.
@@ -2648,10 +2674,12 @@ class FileCache:
             return False
         finally:
             os.close(descriptor)
-        lines = sorted([f"{name}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/"
-                        f"{info.st_ino}" for name, info in infos])
+        listed = [f"{name}/{info.st_size}/{info.st_mtime_ns}/{info.st_ctime_ns}/{info.st_ino}"
+                  for name, info in infos]
+        lines = sorted(listed)
         if not _signature_matches(lines, wanted):
-            self.listed = (relative_dir, dict(infos))
+            self.listed = (relative_dir, dict(infos) if scan.sizes else dict(zip(
+                [name for name, _info in infos], listed)))
             return False
         if self.fresh is not None:
             self.folder_lines[relative_dir] = lines
