@@ -190,7 +190,7 @@ def discard() -> None:
 def _start(folder: str, args: tuple[str, ...]) -> Started:
     sink = _sink()
     try:
-        if sink is not None and hasattr(os, "posix_spawnp"):
+        if sink is not None and _spawnable(sink):
             return _Spawned(folder, args, sink), sink
         import subprocess
 
@@ -207,6 +207,18 @@ def _start(folder: str, args: tuple[str, ...]) -> Started:
     if sink is not None:
         sink.close()
     return None, cause
+
+
+def _spawnable(sink: IO[bytes]) -> bool:
+    """Whether `_Spawned` may run git into `sink`; else `subprocess.Popen` does, which copes
+    with what posix_spawn's file actions cannot: a standard stream closed, so that `sink` is
+    fd 0, 1 or 2 (the file actions would open /dev/null over it), or SIGCHLD ignored, so
+    that the system reaps git itself and its status is lost to `waitpid`."""
+    if not hasattr(os, "posix_spawnp") or sink.fileno() <= 2:
+        return False
+    import signal
+
+    return signal.getsignal(signal.SIGCHLD) is not signal.SIG_IGN
 
 
 def _sink() -> Optional[IO[bytes]]:
@@ -352,9 +364,11 @@ class _Spawned:
 
     def kill(self) -> None:
         if self.returncode is None:
+            import contextlib
             import signal
 
-            os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # reaped already: nothing to end
+                os.kill(self.pid, signal.SIGKILL)
 
     def _close(self) -> None:
         if self._errors >= 0:

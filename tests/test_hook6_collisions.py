@@ -86,8 +86,9 @@ def test_pre_commit_refuses_a_capital_twin_past_the_first_chunk_and_passes_witho
     write_page(hooked, "page-2400.md", summary="Changed.")
     git(hooked, "add", "-A")
     passes(hooked, pre_commit_home)
-    write_page(hooked, "Page-2400.md")
+    # `.MD` sorts just before its twin, far past the first chunk (`Page-` would sort first).
+    (hooked / PAGES / "page-2400.MD").write_bytes((hooked / PAGES / "page-2400.md").read_bytes())
     git(hooked, "add", "-A")
     output = refused(hooked, pre_commit_home, "EV030")
-    assert f"{PAGES}/Page-2400.md:1:1: EV030 new file `{PAGES}/Page-2400.md` collides with " \
+    assert f"{PAGES}/page-2400.MD:1:1: EV030 new file `{PAGES}/page-2400.MD` collides with " \
            f"`{PAGES}/page-2400.md`" in output
