@@ -146,22 +146,33 @@ def stopped_runtime(repo: Path, *args: str, payload: Any, step: str,
     return process
 
 
-def resumed(process: subprocess.Popen[bytes]) -> str:
-    """Continue a stopped runtime that must then fail; returns its error message. A writer
-    that runs again (Git did not vouch for the word it took before Git answered) meets its
-    crash point again and stops again: it is continued each time (at most twice)."""
+def resumed(process: subprocess.Popen[bytes], reruns: int = 0) -> str:
+    """Continue a stopped runtime that must then fail; returns its error message. `reruns`:
+    how many times it may stop again at its crash point (a writer that took Git's word before
+    Git answered runs once more when Git does not vouch for it); each stop is continued. A
+    runtime left stopped or running by a failed assertion here is killed."""
     deadline, stops = time.monotonic() + 60, 0  # (a hang guard)
     process.send_signal(signal.SIGCONT)
-    while True:
-        pid, status = os.waitpid(process.pid, os.WNOHANG | os.WUNTRACED)
-        if pid == 0:
-            assert time.monotonic() < deadline, "the runtime neither stopped nor ended"
-            time.sleep(0.01)
-        elif os.WIFSTOPPED(status) and stops < 2:
-            stops += 1
-            process.send_signal(signal.SIGCONT)
-        else:
-            break
+    try:
+        while True:
+            pid, status = os.waitpid(process.pid, os.WNOHANG | os.WUNTRACED)
+            if pid == 0:
+                assert time.monotonic() < deadline, "the runtime neither stopped nor ended"
+                time.sleep(0.01)
+            elif os.WIFSTOPPED(status) and stops < reruns:
+                stops += 1
+                process.send_signal(signal.SIGCONT)
+            else:
+                break
+    except BaseException:
+        process.kill()
+        process.send_signal(signal.SIGCONT)
+        process.wait()
+        raise
+    if os.WIFSTOPPED(status):
+        process.kill()
+        process.send_signal(signal.SIGCONT)
+        process.wait()
     assert not os.WIFSTOPPED(status)
     process.returncode = os.waitstatus_to_exitcode(status)
     assert process.returncode == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Set
@@ -23,13 +24,15 @@ from test_gitsrc_cache import committed_vault
 from echoes_lint import engine
 
 PAGES = Path("EchoesVault/pages")
+_LINE = re.compile(r"extra-\d\d\.md/\d+/\d+/\d+/\d+\Z")  # `engine._signature_line`
 EXTRA = 30  # pages more than the fixture's three: a listing held shows as at least so many stats
 
 
-def _stats(*roots: object) -> int:
+def _stats(*roots: object, lines: bool = False) -> int:
     """The `os.stat_result`s reachable from `roots` through containers and the cache's
     attributes (a stat holds only numbers: the collector does not track it, so it is found
-    by walking what holds it)."""
+    by walking what holds it); `lines`: the extra pages' signature lines too, outside the
+    cache (whose entries keep theirs)."""
     seen: Set[int] = set()
     pending: List[object] = list(roots)
     found = 0
@@ -38,13 +41,14 @@ def _stats(*roots: object) -> int:
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, os.stat_result):
+        if isinstance(item, os.stat_result) or (
+                lines and isinstance(item, str) and _LINE.match(item)):
             found += 1
         elif isinstance(item, dict):
             pending.extend(item.values())
         elif isinstance(item, (list, tuple, set, frozenset)):
             pending.extend(item)
-        elif isinstance(item, engine.FileCache):
+        elif isinstance(item, engine.FileCache) and not lines:
             pending.append(vars(item))
     return found
 
@@ -69,7 +73,7 @@ def test_the_recovering_walk_holds_no_stat_of_the_folder_it_walks(
         edited: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While the writer walks pages/ entry by entry (its signature did not match), what it
     took from `match_folder` is each file's signature line, not its stat; when the walk
-    settles, neither the cache nor the walk's frame holds a stat of that listing. Before,
+    settles, neither the cache nor the walk's frame holds a stat or a line of that listing. Before,
     `listed` held a stat per page during the walk, and the walk's `known` kept them all
     alive through `settle` and the decoding of the entries, the writer's peak at 100,000."""
     seen: Dict[str, Any] = {}
@@ -85,7 +89,8 @@ def test_the_recovering_walk_holds_no_stat_of_the_folder_it_walks(
         return matched
 
     def settling(cache: engine.FileCache, scan: engine.Scan) -> None:
-        seen["settle"] = _stats(cache, sys._getframe(1).f_locals)
+        walk = sys._getframe(1).f_locals
+        seen["settle"] = _stats(cache, walk) + _stats(walk, lines=True)
         settle(cache, scan)
 
     monkeypatch.setattr(engine.FileCache, "match_folder", matching)
