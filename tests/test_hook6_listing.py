@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from helpers_check import PAGES, vault_repo
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hook_listing import staged_collision
+from test_hook_listing import fake_git_folder, staged_collision
 
 from echoes_lint import gitindex
 
@@ -47,14 +46,7 @@ def test_the_hook_starts_git_before_subprocess_loads(tmp_path: Path) -> None:
 
 def fake_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
     """A `git` first on PATH that runs `script` for `ls-files` and is the real git otherwise."""
-    real = shutil.which("git")
-    assert real is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    fake = folder / "git"
-    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {script};; esac\n'
-                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
-    fake.chmod(0o755)
+    folder = fake_git_folder(tmp_path, script)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
 

@@ -117,6 +117,20 @@ def test_the_hooks_that_list_the_index_are_those_whose_rules_need_it() -> None:
     assert needs - {precommit.PUSH_HOOK} == LISTS_INDEX
 
 
+def fake_git_folder(tmp_path: Path, script: str) -> Path:
+    """A folder holding a `git` that runs `script` for `ls-files` and is the real git
+    otherwise (put it first on PATH)."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = folder / "git"
+    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {script};; esac\n'
+                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    return folder
+
+
 @pytest.mark.parametrize("failure", ["printf 'EchoesVault/pages/home.md' >&1; kill -9 $$",
                                      "printf 'partial' ; echo 'fatal: index broken' >&2; exit 128"])
 def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
@@ -124,14 +138,7 @@ def test_a_listing_git_killed_or_failed_midway_fails_the_hook(tmp_path: Path,
     """Half a listing is no listing: the hook exits 2 and says git could not read the index."""
     repo = vault_repo(tmp_path / "repo")
     staged_collision(repo)
-    real = shutil.which("git")
-    assert real is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    fake = folder / "git"
-    fake.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) {failure};; esac\n'
-                    f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
-    fake.chmod(0o755)
+    folder = fake_git_folder(tmp_path, failure)
     hook = subprocess.run([HOOK, f"{PAGES}/Home.md"], cwd=repo, capture_output=True, text=True,
                           check=False, timeout=120,
                           env={**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"})
