@@ -410,7 +410,10 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True,
                                                               args=(prefetch,))
     try:
         if starting is not None:
-            starting.start()
+            try:
+                starting.start()
+            except RuntimeError:  # no thread to be had (a process limit): started by this one
+                starting.run()
         scan = engine.scan_workspace(root, git=git, cache=reader,
                                      listings=cli.listings(str(root)) if git else None)
     except BaseException:

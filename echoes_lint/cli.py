@@ -181,8 +181,13 @@ def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
     # Started by a thread while this one loads the linter: a `Popen` returns only once git
     # runs, and git waits for a CPU when the other one is busy (with the git started just
     # before: ms each). Taken (joined) before the check forks its page worker.
-    _starting = threading.Thread(target=_start, args=(folder, _whole_vault(command, rest)))
-    _starting.start()
+    starting = threading.Thread(target=_start, args=(folder, _whole_vault(command, rest)))
+    try:
+        starting.start()
+    except RuntimeError:  # no thread to be had (a process limit): started by this one
+        starting.run()
+        return
+    _starting = starting
 
 
 # The thread that starts the gate's first git processes, until `_started` joins it.

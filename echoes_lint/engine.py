@@ -28,6 +28,7 @@ import mmap
 import operator
 import os
 import re
+import select
 import shlex
 import signal
 import stat
@@ -1389,12 +1390,29 @@ def git_finish(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
 
 
 def _communicate(process: subprocess.Popen[bytes], data: Optional[bytes]) -> Tuple[bytes, bytes]:
-    """`process.communicate(data, timeout=60)` (the guard against a git that never ends), except
-    that the exit, once git closed its pipes, is waited for instead of polled for: with a
-    timeout, `Popen.wait` sleeps 1 ms before it looks again, and git closes its pipes just
-    before it ends, so every answer a command waited for came a millisecond late."""
+    """`process.communicate(data, timeout=60)` (the guard against a git that never ends, over
+    its answer and its exit), except that the exit, once git closed its pipes, is waited for
+    instead of polled for: with a timeout, `Popen.wait` sleeps 1 ms before it looks again, and
+    git closes its pipes just before it ends, so every answer would come a millisecond late."""
     wait = process.wait
-    process.wait = lambda timeout=None: wait()  # type: ignore[method-assign]
+
+    def wait_for_exit(timeout: Optional[float] = None) -> int:
+        if timeout is None or process.poll() is not None:
+            return wait()
+        try:  # Linux >= 5.3: a descriptor that becomes readable when git exits
+            exited = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):
+            return wait(timeout)  # elsewhere: polled, but still bounded
+        try:
+            waiter = select.poll()
+            waiter.register(exited, select.POLLIN)
+            if not waiter.poll(max(0, int(timeout * 1000) + 1)):
+                raise subprocess.TimeoutExpired(process.args, timeout)
+        finally:
+            os.close(exited)
+        return wait()
+
+    process.wait = wait_for_exit  # type: ignore[method-assign]
     try:
         return process.communicate(data, timeout=60)
     finally:
@@ -1853,7 +1871,10 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     worker = threading.Thread(target=ask_git)
     try:
         if git:
-            worker.start()
+            try:
+                worker.start()
+            except RuntimeError:  # no thread to be had (a process limit): Git is asked first
+                worker.run()
         scan.durable = durable = _scan_files(scan, workspace, cache)
     except BaseException:
         # An in-process caller (`fix`, a test) lives on: Git's thread and the check-ignore it
@@ -1868,7 +1889,8 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
                         process.communicate()
         raise
     if git:
-        worker.join()
+        if worker.ident is not None:
+            worker.join()
         scan.git = git_facts[0]
         if scan.git.available:  # the started check-ignore is collected in any case
             # Git's lists name untracked ignored files only; a tracked file can be ignored too.
