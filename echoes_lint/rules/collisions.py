@@ -161,18 +161,27 @@ def _unchanged(text: str, count: int, folder: str) -> bool:
 _NOT_CAPITAL = bytes(code for code in range(256) if code and code not in _UPPER)
 
 
-def _listed_unchanged(text: str, start: int, end: int, folder: str) -> bool:
-    """`_unchanged` of the listing entries `text[start:end]`, all below `folder`: each entry
-    keeps, of its capitals, only those of `folder`. In C, a few entries at a time: a slice as
+def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str = "") -> bool:
+    """Whether folding keeps apart every two paths of the listing entries `text[start:end]`, all
+    below `folder`, as lowering does: ASCII entries that keep below `folder`, of their capitals
+    and the lower-case twins of those of `first` (the first path's part below it), what `first`
+    keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T` and `Z`, and no
+    `t` or `z`). Two such paths that lowering makes one have their capitals and those twins at
+    the same places, where they are then one and the same: lowering is one-to-one below
+    `folder`. With no capital in `first`: folding leaves every path as it is (the twins of none
+    kept). In C, a few entries at a time: a slice as
     large as a folder of 100,000 pages would take fresh memory, a page fault for each 4 KB,
     where these small ones reuse what the last one freed."""
-    unit = folder.encode("ascii").translate(None, _NOT_CAPITAL) + b"\0\0"
+    keep, below = _NOT_CAPITAL, first.encode("ascii")  # (the common listing is ASCII)
+    twins = below.translate(None, keep).lower()  # of its capitals: each entry keeps them too
+    keep = keep.translate(None, twins)
+    unit = f"{folder}{first}".encode("ascii").translate(None, keep) + b"\0\0"
     while start < end:
         stop = end if end - start <= _CHUNK else _entry_end(text, start + _CHUNK)
         entries = text[start:stop]
         if not entries.isascii():
             return False
-        kept = entries.encode("ascii").translate(None, _NOT_CAPITAL)
+        kept = entries.encode("ascii").translate(None, keep)
         count, extra = divmod(len(kept), len(unit))
         if extra or kept != unit * count:
             return False
@@ -227,7 +236,7 @@ def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: st
             return False
         below, start = f"{folder}{name}/", position
         position = last
-        if rest == rest.lower() and _listed_unchanged(text, start, last, below):
+        if _listed_unchanged(text, start, last, below, rest):
             continue
         if "/" in rest and level + 1 < _WALKED_LEVELS and text.isascii():
             # The first path's folder holds a folder: walked on the listing (as below), without
