@@ -169,9 +169,9 @@ def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str =
     `t` or `z`). Two such paths that lowering makes one have their capitals and those twins at
     the same places, where they are then one and the same: lowering is one-to-one below
     `folder`. With no capital in `first`: folding leaves every path as it is (the twins of none
-    kept). In C, a few entries at a time: a slice as
-    large as a folder of 100,000 pages would take fresh memory, a page fault for each 4 KB,
-    where these small ones reuse what the last one freed."""
+    kept). In C, a few entries at a time: a slice as large as a folder of 100,000 pages would
+    take fresh memory, a page fault for each 4 KB, where these small ones reuse what the last
+    one freed."""
     keep, below = _NOT_CAPITAL, first.encode("ascii")  # (the common listing is ASCII)
     twins = below.translate(None, keep).lower()  # of its capitals: each entry keeps them too
     keep = keep.translate(None, twins)
