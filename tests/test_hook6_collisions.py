@@ -52,8 +52,14 @@ def hook_groups(files: frozenset[str]) -> set[frozenset[str]]:
 def test_the_hook_finds_what_folding_every_file_and_folder_finds(paths: list[str], chunk: int,
                                                                  ascii_only: bool) -> None:
     """ASCII only: Git's common listing, searched as it is; else the paths split off it."""
+    agree_in_chunks(paths, [], chunk, ascii_only)
+
+
+def agree_in_chunks(paths: list[str], more: list[str], chunk: int, ascii_only: bool) -> None:
+    """The hook's EV030 groups of `paths` (the non-ASCII ones left out when `ascii_only`) and
+    `more`, Git's listing taken `chunk` bytes at a time, are those of folding every path."""
     chosen = [path for path in paths if path.isascii() or not ascii_only]
-    files = frozenset(VAULT + path for path in (*chosen, "pages/!first.md"))
+    files = frozenset(VAULT + path for path in (*chosen, *more, "pages/!first.md"))
     saved = rule._CHUNK
     rule._CHUNK = chunk  # chunk boundaries anywhere in an entry, its path or its mode
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from test_hook6_collisions import hook_groups
-from test_hook_collisions import VAULT, listing, plain
+from test_hook6_collisions import agree_in_chunks
+from test_hook_collisions import VAULT, listing
 
 from echoes_lint import engine, gitindex
 from echoes_lint.rules import collisions as rule
@@ -38,14 +38,7 @@ _DAY = st.sampled_from(["tT", "Tt", "xT", "Tx", "tx"]).map(
 def test_the_daily_folder_collides_as_by_folding_every_file_and_folder(
         daily: list[str], pages: list[str], chunk: int, ascii_only: bool) -> None:
     """For any chunk size; ASCII only: Git's common listing, searched as it is."""
-    chosen = [path for path in daily if path.isascii() or not ascii_only]
-    files = frozenset(VAULT + path for path in (*chosen, *pages, "pages/!first.md"))
-    saved = rule._CHUNK
-    rule._CHUNK = chunk  # chunk boundaries anywhere in an entry, its path or its mode
-    try:
-        assert hook_groups(files) == plain(files)
-    finally:
-        rule._CHUNK = saved
+    agree_in_chunks(daily, pages, chunk, ascii_only)
 
 
 def _entries(paths: list[str]) -> str:
