@@ -1100,10 +1100,13 @@ def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
     return _render_index([filename for filename, _meta in named], [meta for _name, meta in named])
 
 
-def _render_index(names: List[str], metas: List[PageMeta]) -> str:
+def _render_index(names: List[str], metas: List[PageMeta],
+                  stemmed: Optional[Tuple[List[str], Optional[List[str]]]] = None) -> str:
     """`render_index` of the pages `names` with their `metas` (no pair a page: `build_index`
-    has both lists, and a writer renders at its memory's peak)."""
-    stems, folded = _page_stems(names)
+    has both lists, and a writer renders at its memory's peak); `stemmed`: their `_page_stems`
+    if the caller has them (handed over: they go before the text is joined)."""
+    stems, folded = stemmed or _page_stems(names)
+    del stemmed
     # Names already in order (a scan's pages are) stay as they are, and their lowered names go
     # before the rows are made (at 100,000 pages each list is 6 MB).
     ordered = folded is not None and all(low < high for low, high in zip(folded, folded[1:]))
@@ -1166,7 +1169,10 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
     naming the page, and no index is produced (spec section 8)."""
     errors = []
     names = [name for name, _meta, _problems in pages]
-    identities = [stem.casefold() for stem in _page_stems(names)[0]]  # `stem_identity`
+    stemmed = [_page_stems(names)]  # once, for the identities and the rows
+    # `stem_identity` of each name: with the names lowered at hand, each `<stem>.md` in ASCII,
+    # two stems are one identity exactly when their lowered names are equal.
+    identities = stemmed[0][1] or [stem.casefold() for stem in stemmed[0][0]]
     if len(set(identities)) < len(identities):
         stems: Dict[str, List[str]] = {}
         for name, identity in zip(names, identities):
@@ -1179,7 +1185,8 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
             errors.append(f"{name}: {describe_problems(problems) or 'unreadable page'}")
     if errors:
         raise VaultError("Cannot build the index: " + "; ".join(errors))
-    return _render_index(names, [meta for _name, meta, _problems in pages if meta is not None])
+    return _render_index(names, [meta for _name, meta, _problems in pages if meta is not None],
+                         stemmed.pop())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -4101,6 +4108,10 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
         error = None
     except VaultError as exc:
         rendered, error = None, str(exc)
+    # From the pages' own tuples: each page's name is made once.
+    deprecated = sorted(stored_stem(name) for name, meta, _problems in pages
+                        if meta is not None and meta.status == "deprecated" and not meta.problems)
+    invalid = sorted({stored_stem(name) for name, _meta, problems in pages if problems})
     # The rendered index is hashed a megabyte at a time, and held only while its rows' facts
     # need it: no copy of its bytes beside it (a writer's cache holds its peak memory then).
     del pages
@@ -4119,9 +4130,8 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
         "error": error,
         # In index order: a writer's `PageTable` looks names up by bisection.
         "names": names,
-        "deprecated": sorted(stored_stem(d.name) for d in scan.pages
-                             if d.meta and d.meta.valid and d.meta.deprecated),
-        "invalid": sorted({stored_stem(d.name) for d in scan.pages if d.page_problems}),
+        "deprecated": deprecated,
+        "invalid": invalid,
         # Most documents have no marker line: one test in C each before anything else.
         "conflicts": [vault_relative(d.path) for d in scan.documents()
                       if d.markers and d.path not in _UNCACHED
@@ -4197,7 +4207,8 @@ def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     ignored_paths = set(scan.git.ignored)
     row_facts = facts["rows"] if current and facts["rows"] is not None else index_row_facts(
         scan.index_text, scan_page_names(scan) if scan.index_text is not None else ())
-    conflicts = [*facts["conflicts"], *(vault_relative(d.path) for d in scan.documents()
+    # (the uncached files are neither pages nor daily files)
+    conflicts = [*facts["conflicts"], *(vault_relative(d.path) for d in scan.other_markdown
                                         if d.path in _UNCACHED and has_protocol_conflict(d.markers))]
     issues: Dict[str, List[str]] = {
         "missingStructure": missing_structure(scan, runtime),
