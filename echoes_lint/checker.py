@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
+import mmap
 import operator
 import os
 import signal
@@ -234,7 +235,6 @@ def run_checks(workspace: Path, *, vault_dir: Optional[str] = None,
     finally:  # what the rule did not take, also when the check failed before it ran
         mergedriver.discard()
         cli.discard_listings()  # what no scan took: named or staged files, no Git codes
-        cli.discard_worker()
     findings = _apply_suppressions(findings, context, config, enabled, protected)
     if excludes:
         findings = [finding for finding in findings if finding.code in protected
@@ -675,11 +675,33 @@ class _PageWorker:
     @classmethod
     def start(cls, root: Path) -> Optional[_PageWorker]:
         vault = root / VAULT
-        # The one the gate forked at its start (`cli.page_worker`), if it reads this vault.
-        started = cli.page_worker(str(vault))
-        if started is None and _can_fork() and vault.is_dir() and not vault.is_symlink():
-            started = cli.fork_worker(str(vault))
-        return None if started is None else cls(*started)
+        if not _can_fork() or not vault.is_dir() or vault.is_symlink():
+            return None
+        shared = mmap.mmap(-1, 16)
+        progress = memoryview(shared).cast("q")
+        progress[0], progress[1] = 0, _NEVER
+        try:
+            rows = _anonymous_file()
+            read_fd, write_fd = os.pipe()
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            for descriptor in (rows, read_fd, write_fd):
+                os.close(descriptor)
+            return None
+        if pid == 0:  # the worker: it never returns, and never runs the parent's clean-up
+            status = 1
+            try:
+                os.close(read_fd)
+                _work(str(vault), write_fd, rows, progress)
+                os.write(write_fd, _DONE)  # every row is written
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        return cls(pid, read_fd, rows, progress)
 
     def compare(self, digest: bytes) -> None:
         """Take pages from the worker only if it listed pages/ as the walk did."""
@@ -774,13 +796,36 @@ class _PageWorker:
         if self.reaped:
             return
         self.reaped = True
-        cli.end_worker(self.pid, self.pipe, self.file)
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.pipe)
+        os.close(self.file)
 
 
-_NEVER = cli.NEVER
+_NEVER = 1 << 62
 _DONE = b"\x01"  # the worker's last word: every row is written
 _DIGEST_SIZE = hashlib.sha256().digest_size
-_can_fork, _anonymous_file = cli.can_fork, cli.anonymous_file
+
+
+def _can_fork() -> bool:
+    """Whether a second process can work beside this one: fork exists, a second CPU is
+    there to run it, and no other thread holds a lock the fork would copy locked."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
+    return (hasattr(os, "fork") and cpus >= 2 and threading.active_count() == 1
+            and signal.getsignal(signal.SIGCHLD) is not signal.SIG_IGN)
+
+
+def _anonymous_file() -> int:
+    """A file in memory (or, without memfd, an unlinked temporary file): the worker's writes
+    to it never wait for a reader, as a pipe's would."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return os.memfd_create("echoes-lint-rows")
+    import tempfile  # only here: it costs a gate ~2 ms of imports
+
+    return os.dup(tempfile.TemporaryFile().fileno())
 
 
 class Beside:

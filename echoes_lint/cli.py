@@ -6,11 +6,9 @@ Each tool command lives in one module with `main(argv) -> int`, imported only wh
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import importlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -130,9 +128,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             gitindex.discard()
     if command in _GATES:  # the whole-vault gates: the repository root, asked now
         try:
-            folder = _start_toplevel(args, command, rest)
-            if folder is not None:
-                _fork_worker_early(folder)
+            _start_toplevel(args, command, rest)
             return _load(TOOL_COMMANDS[command])(_workspace(leading) + rest)
         finally:
             _discard_toplevel()
@@ -168,9 +164,7 @@ _LISTINGS = (("ls-files", "-z", "--cached", *_SCOPE),
 _listings: dict[str, list[subprocess.Popen[bytes]]] = {}
 
 
-def _start_toplevel(args: list[str], command: str, rest: list[str]) -> Optional[str]:
-    """Start the gate's first git processes; the folder checked when the gate will most likely
-    scan its whole vault (`_whole_vault`), else None."""
+def _start_toplevel(args: list[str], command: str, rest: list[str]) -> None:
     # The folder checked: the one --workspace names (as the Action passes it), else this one.
     # A guess that misses (an abbreviated option, one inside --args) is only ended, never
     # taken: a check takes what was started in its own folder.
@@ -179,23 +173,21 @@ def _start_toplevel(args: list[str], command: str, rest: list[str]) -> Optional[
              for at, arg in enumerate(args[:-1] if args[-1:] == ["--workspace"] else args)
              if arg == "--workspace" or arg.startswith("--workspace=")]
     if len(named) > 1:
-        return None
+        return
     try:
         folder = os.path.abspath(named[0]) if named else os.getcwd()
     except OSError:
-        return None  # the check says why it cannot look
-    whole = _whole_vault(command, rest)
+        return  # the check says why it cannot look
     # Started by a thread while this one loads the linter: a `Popen` returns only once git
     # runs, and git waits for a CPU when the other one is busy (with the git started just
-    # before: ms each). Taken (joined) before the page worker forks.
-    starting = threading.Thread(target=_start, args=(folder, whole))
+    # before: ms each). Taken (joined) before the check forks its page worker.
+    starting = threading.Thread(target=_start, args=(folder, _whole_vault(command, rest)))
     try:
         starting.start()
     except RuntimeError:  # no thread to be had (a process limit): started by this one
         starting.run()
-    else:
-        _starting = starting
-    return folder if whole else None
+        return
+    _starting = starting
 
 
 # The thread that starts the gate's first git processes, until `_started` joins it.
@@ -266,7 +258,6 @@ def _discard_toplevel() -> None:
     while _toplevels:
         _end(_toplevels.popitem()[1])
     discard_listings()
-    discard_worker()
 
 
 def discard_listings() -> None:
@@ -281,118 +272,6 @@ def _end(process: subprocess.Popen[bytes]) -> None:
     with process:
         process.kill()
         process.communicate()
-
-
-# The page worker of a whole-vault gate (`checker._PageWorker`), forked once the engine is
-# loaded rather than once the whole linter is (rules, reporters, argparse: ~10 ms): it reads
-# pages on the second CPU meanwhile. (its vault, `fork_worker`'s answer) until a check takes it.
-_worker: Optional[tuple[str, tuple[int, int, int, memoryview]]] = None
-NEVER = 1 << 62  # a page position of the worker's progress that no walk reaches
-
-
-def _fork_worker_early(folder: str) -> None:
-    """Fork the page worker for the vault a gate in `folder` most likely checks (the folder's
-    `EchoesVault`). Only a guess: the check takes it only for the vault it then locates
-    (`page_worker`), and never trusts it alone (its listing's digest, its last word)."""
-    global _worker
-    engine = importlib.import_module("echoes_lint.engine")  # what the worker reads with
-    _started()  # no thread may run across the fork (it could copy a lock held)
-    try:
-        vault = os.path.join(os.path.realpath(folder), engine.VAULT_DIR)
-        if not (os.path.isdir(vault) and not os.path.islink(vault)):
-            return
-    except OSError:
-        return
-    started = fork_worker(vault) if can_fork() else None
-    if started is not None:
-        _worker = (vault, started)
-
-
-def fork_worker(vault: str) -> Optional[tuple[int, int, int, memoryview]]:
-    """Fork the page worker of `checker._PageWorker` for `vault` (the child runs
-    `checker._work`): (its pid, the pipe of its digest and last word, the file of its rows,
-    the shared progress), or None when it cannot be forked."""
-    import mmap
-
-    progress = memoryview(mmap.mmap(-1, 16)).cast("q")
-    progress[0], progress[1] = 0, NEVER
-    try:
-        rows = anonymous_file()
-    except OSError:
-        return None
-    try:
-        read_fd, write_fd = os.pipe()
-    except OSError:
-        os.close(rows)
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        for descriptor in (rows, read_fd, write_fd):
-            os.close(descriptor)
-        return None
-    if pid == 0:  # the worker: it never returns, and never runs the parent's clean-up
-        status = 1
-        try:
-            os.close(read_fd)
-            from echoes_lint import checker  # (loaded here, on the second CPU, when early)
-
-            checker._work(vault, write_fd, rows, progress)
-            os.write(write_fd, checker._DONE)  # every row is written
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_fd)
-    return pid, read_fd, rows, progress
-
-
-def page_worker(vault: str) -> Optional[tuple[int, int, int, memoryview]]:
-    """The page worker forked at the start (`_fork_worker_early`) when it reads `vault`, the
-    vault the check located; one that reads another folder (a guess that missed: a
-    configured `vault-dir`, a workspace below the root) is ended."""
-    global _worker
-    early, _worker = _worker, None
-    if early is None:
-        return None
-    if early[0] == vault:
-        return early[1]
-    end_worker(*early[1][:3])
-    return None
-
-
-def discard_worker() -> None:
-    """End the early page worker no check took (named files, an error before the walk)."""
-    page_worker("")
-
-
-def end_worker(pid: int, pipe: int, rows: int) -> None:
-    """End a page worker now, whatever it is doing, and collect it."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ChildProcessError):  # reaped by someone else
-        os.waitpid(pid, 0)
-    os.close(pipe)
-    os.close(rows)
-
-
-def can_fork() -> bool:
-    """Whether a second process can work beside this one: fork exists, a second CPU is
-    there to run it, and no other thread holds a lock the fork would copy locked."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else os.cpu_count() or 1
-    return (hasattr(os, "fork") and cpus >= 2 and threading.active_count() == 1
-            and signal.getsignal(signal.SIGCHLD) is not signal.SIG_IGN)
-
-
-def anonymous_file() -> int:
-    """A file in memory (or, without memfd, an unlinked temporary file): a worker's writes
-    to it never wait for a reader, as a pipe's would."""
-    if hasattr(os, "memfd_create"):
-        with contextlib.suppress(OSError):
-            return os.memfd_create("echoes-lint-rows")
-    import tempfile  # only here: it costs a gate ~2 ms of imports
-
-    return os.dup(tempfile.TemporaryFile().fileno())
 
 
 def _workspace(leading: list[str]) -> list[str]:
