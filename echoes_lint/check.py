@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, Callable, NoReturn, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.checker import CheckResult, exit_code, run_checks
@@ -20,6 +19,10 @@ from echoes_lint.cli import keep
 from echoes_lint.config import FAIL_ON, ConfigError, load_config, split_codes, split_patterns
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Rule
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import IO, Any, Callable, NoReturn, Optional
 
 FORMATS = ("concise", "full", "json", "github", "sarif")
 

@@ -29,7 +29,6 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 from echoes_lint import cli, engine, gitindex
 from echoes_lint.config import (
@@ -46,6 +45,10 @@ from echoes_lint.findings import RULES, Finding, Record, Severity, replace
 from echoes_lint.rules import FAMILIES, GIT_CODES, REPOSITORY_CODES, Context, links, mergedriver
 from echoes_lint.rules.context import GitIndex
 from echoes_lint.rules.marker import NOT_IN_INDEX
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 VAULT = engine.VAULT_DIR
 SUPPRESSION = "echoes-lint-disable-next-line"
@@ -575,9 +578,10 @@ _ENTRY_NAME = operator.attrgetter("name")
 # A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
 # close index, type, status, summary); a daily file: (path, size, mtime, mode, text, entry
 # headings).
-_Row = tuple[str, int, float, int, int, Optional[int], Optional[int], Optional[str],
-             Optional[str], Optional[str]]
-_Daily = tuple[str, int, float, int, str, int]
+if TYPE_CHECKING:
+    _Row = tuple[str, int, float, int, int, Optional[int], Optional[int], Optional[str],
+                 Optional[str], Optional[str]]
+    _Daily = tuple[str, int, float, int, str, int]
 
 
 def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLinks,
@@ -627,7 +631,8 @@ def _daily_document(row: _Daily) -> engine.Document:
 
 # A row made into its document, beside the row (its size, mtime and mode: fields 1 to 3 of
 # either kind), until the walk takes it.
-_Taken = tuple[engine.Document, tuple[Any, ...]]
+if TYPE_CHECKING:
+    _Taken = tuple[engine.Document, tuple[Any, ...]]
 
 
 def _walked(taken: _Taken, relative: str) -> tuple[engine.Document, os.stat_result]:

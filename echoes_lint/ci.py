@@ -18,7 +18,6 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Optional
 
 from echoes_lint import __version__, engine
 from echoes_lint.check import (
@@ -35,6 +34,10 @@ from echoes_lint.config import FAIL_ON, load_config, split_codes
 from echoes_lint.engine import printable
 from echoes_lint.findings import RULES, Finding, Severity
 from echoes_lint.report import ReportInput, render, summary_line
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 # GitHub shows at most 10 annotations of each type per step and drops the rest silently.
 ANNOTATION_LIMIT = 10

@@ -28,10 +28,13 @@ import stat
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import RULES, Record
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 DEDICATED_FILE = ".echoes-lint.toml"
 PYPROJECT_FILE = "pyproject.toml"

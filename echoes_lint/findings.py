@@ -7,9 +7,12 @@ so that `echoes-lint rule`, SARIF rule descriptors and the docs agree.
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional, TypeVar
 
 from echoes_lint.engine import _Record
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any, Optional, TypeVar
 
 
 class Record(_Record):
@@ -24,7 +27,8 @@ class Record(_Record):
         return hash(self._values())
 
 
-R = TypeVar("R", bound=_Record)
+if TYPE_CHECKING:
+    R = TypeVar("R", bound=_Record)
 
 
 def replace(record: R, **changes: Any) -> R:

@@ -6,10 +6,13 @@ With `--statistics`, one object per rule instead: code, name, severity and count
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
 
 from echoes_lint.findings import RULES, Finding
 from echoes_lint.report._common import ReportInput, statistics_items
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def _fix(finding: Finding) -> Optional[dict[str, Any]]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 from urllib.parse import quote
 
 from echoes_lint.findings import RULES, Finding
 from echoes_lint.report._common import ReportInput, statistics_items
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/echoes-lint/echoes-lint"

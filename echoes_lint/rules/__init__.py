@@ -7,8 +7,7 @@ narrow `--select` runs only the families it needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from echoes_lint.findings import Finding, replace
 from echoes_lint.rules import (

@@ -7,12 +7,15 @@ import functools
 import itertools
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Callable, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import SAFE, Edit, Finding, replace
 from echoes_lint.rules import edits
 from echoes_lint.rules.context import Context, Yielded, limited
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 CODES = frozenset({"EV001", "EV002"})
 

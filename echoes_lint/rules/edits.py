@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Callable, Optional
 
 from echoes_lint import engine
 from echoes_lint.engine import _regex
 from echoes_lint.findings import Edit
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 BANNER = "> [!warning] DEPRECATED"
 # Any Obsidian callout of type warning (case-insensitive, foldable) titled DEPRECATED.

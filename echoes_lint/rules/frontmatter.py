@@ -5,13 +5,16 @@ per `Problem.kind`. EV070-EV078: what engines accept but other tools may misread
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import SAFE, Edit, Finding, replace
 from echoes_lint.rules import edits
 from echoes_lint.rules.conflicts import Covered, conflict_spans
 from echoes_lint.rules.context import Context
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Optional
 
 KIND_CODES = {
     "frontmatter-missing": "EV010",

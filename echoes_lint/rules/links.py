@@ -12,12 +12,15 @@ import functools
 import re
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.engine import _regex
 from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Optional
 
 CODES = frozenset({"EV050"})
 PAGES_PREFIX = f"{VAULT_PREFIX}pages/"

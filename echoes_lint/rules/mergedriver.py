@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
 
 from echoes_lint import engine
 from echoes_lint.findings import RULES, Finding
@@ -27,8 +26,10 @@ from echoes_lint.merge.install import (
 )
 from echoes_lint.rules.context import Context
 
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
 if TYPE_CHECKING:
     import subprocess
+    from typing import Optional
 
     Started = tuple[Optional[subprocess.Popen[bytes]], Optional[str]]  # `engine.git_start`
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.engine import _regex
 from echoes_lint.findings import UNSAFE, Finding, Severity, replace
 from echoes_lint.rules.context import VAULT_PREFIX, Context
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Optional
 
 NOTE_CODES = {"hidden-page": "EV032", "page-suffix-case": "EV033", "unsafe-page-name": "EV034"}
 CODES = frozenset({"EV031", *NOTE_CODES.values(), "EV035"})
