@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import mmap
     import subprocess
     from pathlib import Path
-    from typing import IO, Optional, Union
+    from typing import IO, Any, Optional, Union
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
 # listing starts before the engine loads. No entry starts with a digit, so neither does any path
@@ -49,16 +49,25 @@ if TYPE_CHECKING:
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
                     tuple[None, str]]
     Buffer = Union[bytes, mmap.mmap]  # git's output, read or mapped
+    # What EV030 folds of a listing (`survey`): the names of a folder, or the entries
+    # `text[start:end]` of a folder below it at a level, to walk path by path.
+    Fold = tuple[str, Union[list[str], tuple[int, int, int]]]
+    Survey = list[Fold]
 
 _started: dict[str, Started] = {}
 _diffs: dict[str, Started] = {}
+_surveyors: dict[str, _Surveyor] = {}
+# The listing a surveyor surveyed and its survey, for `surveyed` (one at a time).
+_surveyed: list[tuple[str, Survey]] = []
 
 
-def start(folder: Optional[str] = None, staged: bool = False) -> None:
+def start(folder: Optional[str] = None, staged: bool = False, survey: bool = False) -> None:
     """List, from now on, the index of `folder` (default: the folder this process runs in:
     where pre-commit runs a hook, the repository root, the usual engine workspace), and with
     `staged` its staged changes too, unless they run already. A check takes them if it looks
-    there."""
+    there. `survey` (a hook, before it loads anything else: no thread runs yet): a large
+    listing is also searched and surveyed (`survey`) by a child process, on the other CPU,
+    while this one loads the linter."""
     try:
         folder = os.getcwd() if folder is None else folder
     except OSError:  # the folder is gone: the check says so
@@ -66,7 +75,11 @@ def start(folder: Optional[str] = None, staged: bool = False) -> None:
     key = os.path.realpath(folder)
     if key not in _started:
         discard()
-        _started[key] = _start(folder, LS_FILES)
+        _started[key] = started = _start(folder, LS_FILES)
+        if survey and _large(folder):
+            surveyor = _Surveyor.fork(started)
+            if surveyor is not None:
+                _surveyors[key] = surveyor
     if staged and key not in _diffs:
         _diffs[key] = _start(folder, DIFF_STAGED)
 
@@ -82,13 +95,28 @@ def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
 def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
-    started = _started.pop(os.path.realpath(root), None)
+    key = os.path.realpath(root)
+    started, surveyor = _started.pop(key, None), _surveyors.pop(key, None)
     if started is None:
         started = _start(str(root), LS_FILES)
-    clean = _searched(started)
-    data, cause = _finish(started, LS_FILES, mapped=True)
-    if data is not None:
-        return listed(_text(data), clean), None
+    try:
+        # A surveyor searches the output itself once git ends: no search while git writes.
+        clean = 0 if surveyor is not None else _searched(started)
+        data, cause = _finish(started, LS_FILES, mapped=True)
+        if data is not None:
+            # Decoded while the surveyor may still work (its answer is about these bytes).
+            text = _text(data)
+            answer = None if surveyor is None else surveyor.answer(len(data))
+            if answer is None:
+                return listed(text, clean), None
+            clean, folds = answer
+            entries = listed(text, clean)
+            if folds is not None and entries is text:
+                _surveyed[:] = [(text, folds)]
+            return entries, None
+    finally:
+        if surveyor is not None:
+            surveyor.end()
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -175,8 +203,297 @@ def _by_stage(records: list[str]) -> Listing:
         paths, map(operator.methodcaller("startswith", f"{GITLINK_MODE} "), records)))
 
 
+# --- The survey: what EV030 folds of the common listing, found without the engine -----------
+
+VAULT_PREFIX = f"{SCOPE[0]}/"
+# Levels walked folder by folder (each joins its subtree once); deeper, one linear pass
+# (`rules.collisions`).
+WALKED_LEVELS = 6
+UPPER = bytes(range(ord("A"), ord("Z") + 1))
+# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL NUL.
+_NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
+# Characters of the listing that `_listed_unchanged` checks at a time (below the size that
+# allocators map afresh for each request).
+_CHUNK = 1 << 16
+
+
+def surveyed(text: str) -> Optional[Survey]:
+    """`survey(text)`: the surveyor's, when `text` is the listing it surveyed."""
+    if _surveyed and _surveyed[0][0] is text:
+        return _surveyed[0][1]
+    return survey(text)
+
+
+def survey(text: str) -> Optional[Survey]:
+    """What EV030 folds to find the collisions of the paths of Git's common listing `text`
+    (`listed`), in order: the names of each folder walked, and the entries of each folder it
+    cannot decide in C; None when a path is outside the vault or the listing is not sorted (Git
+    sorts its index). Each folder is decided on its slice of the listing, without a string per
+    path where it can be (`_listed_walk`), and without the engine, so that a surveyor finds it
+    before the engine loads."""
+    if text and not (text.startswith(VAULT_PREFIX)
+                     and at(text, f"{VAULT_PREFIX[:-1]}0") == len(text)):
+        return None
+    folds: Survey = []
+    return folds if _listed_walk(text, 0, len(text), VAULT_PREFIX, folds, 0) else None
+
+
+def _listed_walk(text: str, position: int, end: int, folder: str, folds: Survey,
+                 level: int) -> bool:
+    """Add to `folds` what to fold below `folder`, whose entries are `text[position:end]` (each
+    its path and its mode, digits, each ended by NUL). A folder below whose first path has no
+    capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a folder of
+    ASCII files alone (the date folders of daily entries: capitals in every name) if lowering
+    keeps its names apart. False when the listing is not sorted."""
+    names: set[str] = set()
+    while position < end:
+        stop = text.index("\0", position)
+        name, slash, rest = text[position + len(folder):stop].partition("/")
+        names.add(name)
+        if not slash:
+            position = text.index("\0", stop + 1) + 1
+            continue
+        last = at(text, f"{folder}{name}0")  # "0" follows "/"
+        if not position < last <= end:  # not sorted: never loop on it
+            return False
+        below, start = f"{folder}{name}/", position
+        position = last
+        if _listed_unchanged(text, start, last, below, rest):
+            continue
+        if "/" in rest and level + 1 < WALKED_LEVELS and text.isascii():
+            # The first path's folder holds a folder: walked on the listing (as below), without
+            # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
+            if not _listed_walk(text, start, last, below, folds, level + 1):
+                return False
+            continue
+        entries = text[start:last]
+        depth = below.count("/")
+        if entries.isascii() and "/" not in rest:
+            # Files alone, ASCII (folded by `lower`)? A regular file's entry ends with `REGULAR`:
+            # as many slashes as `depth` times the parts says that each part is one path (a
+            # part of two or more holds their slashes) of a file of `below`.
+            parts = entries.lower().split(REGULAR)
+            flat = not parts.pop() and entries.count("/") == len(parts) * depth
+            if flat and len(set(parts)) == len(parts):
+                continue
+        if entries.isascii() and level + 1 < WALKED_LEVELS and (
+                "/" in rest or entries.count("/") != entries.count("\0") // 2 * depth):
+            # A folder below (the first path's, or one whose path has more slashes).
+            if not _listed_walk(text, start, last, below, folds, level + 1):
+                return False
+            continue
+        folds.append((below, (start, last, level + 1)))
+    if len(names) > 1:  # (one name collides with none)
+        folds.append((folder, list(names)))
+    return True
+
+
+def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str = "") -> bool:
+    """Whether folding keeps apart every two paths of the listing entries `text[start:end]`, all
+    below `folder`, as lowering does: ASCII entries that keep below `folder`, of their capitals
+    and the lower-case twins of those of `first` (the first path's part below it), what `first`
+    keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T` and `Z`, and no
+    `t` or `z`). Two such paths that lowering makes one have their capitals and those twins at
+    the same places, where they are then one and the same: lowering is one-to-one below
+    `folder`. With no capital in `first`: folding leaves every path as it is (the twins of none
+    kept). In C, a few entries at a time: a slice as large as a folder of 100,000 pages would
+    take fresh memory, a page fault for each 4 KB, where these small ones reuse what the last
+    one freed."""
+    keep, below = _NOT_CAPITAL, first.encode("ascii")  # (the common listing is ASCII)
+    twins = below.translate(None, keep).lower()  # of its capitals: each entry keeps them too
+    keep = keep.translate(None, twins)
+    unit = f"{folder}{first}".encode("ascii").translate(None, keep) + b"\0\0"
+    while start < end:
+        stop = end if end - start <= _CHUNK else _entry_end(text, start + _CHUNK)
+        entries = text[start:stop]
+        if not entries.isascii():
+            return False
+        kept = entries.encode("ascii").translate(None, keep)
+        count, extra = divmod(len(kept), len(unit))
+        if extra or kept != unit * count:
+            return False
+        start = stop
+    return True
+
+
+def _entry_end(text: str, position: int) -> int:
+    """Where the listing entry (`<path>NUL<mode>NUL`) holding `position` ends: after its mode,
+    which a NUL and a digit start (no path starts with a digit: see `SCOPE`)."""
+    stop = text.index("\0", position) + 1
+    return text.index("\0", stop) + 1 if text[stop:stop + 1].isdigit() else stop
+
+
+def at(text: str, key: str) -> int:
+    """Where in the listing `text` the first entry whose path is `key` or sorts after it starts
+    (the length of `text` if none): a binary search over the offsets, each step aligned on the
+    start of the entry it falls in."""
+    low, high = 0, len(text)  # each the start of an entry, or the end
+    while low < high:
+        middle = (low + high) // 2
+        start = text.rfind("\0", low, middle) + 1
+        if start == 0:
+            start = low  # `middle` is in the path of the entry at `low`
+        elif "0" <= text[start] <= "9":  # a mode (no path starts with a digit: see SCOPE)
+            start = text.rfind("\0", low, start - 1) + 1 or low
+        end = text.index("\0", start)
+        if text[start:end] < key:
+            low = text.index("\0", end + 1) + 1
+        else:
+            high = start
+    return low
+
+
+# --- The surveyor: the survey in a child process, while the hook loads ------------------------
+
+# A listing worth a surveyor: Git's index file from this size (~20,000 entries); a smaller one
+# is searched and surveyed in less time than a fork costs.
+SURVEY_FROM = 2 << 20
+# Seconds the hook waits for the surveyor's answer once git has ended (a few ms at 100,000
+# pages), before it searches and surveys the listing itself.
+SURVEY_WAIT = 5.0
+
+
+def _large(folder: str) -> bool:
+    """Whether the index of `folder` is worth a surveyor, by the size of `.git/index` (a guess
+    for speed alone: a worktree's index lies elsewhere, and is surveyed in this process)."""
+    try:
+        return os.stat(os.path.join(folder, ".git", "index")).st_size >= SURVEY_FROM
+    except OSError:
+        return False
+
+
+class _Surveyor:
+    """A child process forked by the hook before it loads the linter (no thread runs yet):
+    once git has ended, it searches the listing for gitlinks and surveys it (`survey`) on the
+    other CPU while this process loads, and sends the answer through a pipe. It runs this
+    module's code alone; its answer is checked, and when it fails, dies, answers anything else
+    or not in time, this process searches and surveys the listing itself."""
+
+    def __init__(self, pid: int, answers: int) -> None:
+        self.pid, self._answers = pid, answers
+
+    @classmethod
+    def fork(cls, started: Started) -> Optional[_Surveyor]:
+        """A surveyor of the listing `started`, when git runs spawned into an unnamed file and
+        no thread runs (a fork copies only the thread that forks)."""
+        process, sink = started
+        threading = sys.modules.get("threading")
+        if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str) or (
+                threading is not None and threading.active_count() > 1):
+            return None
+        answers, answer = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1
+        if pid == 0:  # the surveyor: never back into the caller's code
+            try:
+                os.close(answers)
+                null = os.open(os.devnull, os.O_RDWR)  # never hold the hook's own streams
+                for stream in (0, 1, 2):
+                    os.dup2(null, stream)
+                data = memoryview(_survey_answer(process, sink))
+                while data:
+                    data = data[os.write(answer, data):]
+            finally:
+                os._exit(0)
+        os.close(answer)
+        if pid < 0:
+            os.close(answers)
+            return None
+        return cls(pid, answers)
+
+    def answer(self, size: int) -> Optional[tuple[int, Optional[Survey]]]:
+        """(how many bytes at the start of git's output hold no gitlink: none or all, its
+        survey when they all do), from the surveyor, when it answers about `size` bytes within
+        `SURVEY_WAIT` seconds; else None."""
+        import marshal
+        import select
+        import time
+
+        chunks = []
+        waiting = select.poll()
+        waiting.register(self._answers, select.POLLIN)
+        until = time.monotonic() + SURVEY_WAIT
+        while True:
+            left = until - time.monotonic()
+            if left <= 0 or not waiting.poll(left * 1000):
+                return None
+            chunk = os.read(self._answers, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        try:
+            answered = marshal.loads(b"".join(chunks))
+        except (EOFError, ValueError, TypeError):
+            return None
+        return _checked(answered, size)
+
+    def end(self) -> None:
+        """End and reap the surveyor, done or not: no process is left behind."""
+        if self._answers >= 0:
+            import contextlib
+            import signal
+
+            os.close(self._answers)
+            self._answers = -1
+            with contextlib.suppress(ProcessLookupError):  # (a zombie until reaped: never)
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+
+
+def _survey_answer(process: _Spawned, sink: IO[bytes]) -> bytes:
+    """The surveyor's answer, once git has ended: (the size of git's output, how many bytes of
+    it hold no gitlink: none or all (the common listing: ASCII too), its survey then, else
+    None); nothing when git does not end, or writes a message first, within the hang guard."""
+    import marshal
+
+    if not process.closed(60):
+        return b""
+    size = os.fstat(sink.fileno()).st_size
+    if size:
+        import mmap
+
+        data: Buffer = mmap.mmap(sink.fileno(), 0, access=mmap.ACCESS_READ)
+    else:
+        data = b""
+    text = _text(data)
+    clean = size if text.isascii() and text.find(GITLINK) < 0 else 0
+    return marshal.dumps((size, clean, survey(text) if clean else None))
+
+
+def _checked(answer: Any, size: int) -> Optional[tuple[int, Optional[Survey]]]:
+    """The surveyor's `answer` as `_Surveyor.answer` gives it, if it has the form of one about
+    `size` bytes of output; else None."""
+    if not (isinstance(answer, tuple) and len(answer) == 3 and answer[0] == size
+            and answer[1] in (0, size)):
+        return None
+    folds = answer[2]
+    if folds is not None and not (answer[1] and isinstance(folds, list)
+                                  and all(_fold(fold, size) for fold in folds)):
+        return None
+    return answer[1], folds
+
+
+def _fold(fold: Any, size: int) -> bool:
+    """Whether `fold` has the form of a `Fold` of a listing of `size` characters."""
+    if not (isinstance(fold, tuple) and len(fold) == 2 and isinstance(fold[0], str)):
+        return False
+    what = fold[1]
+    if isinstance(what, list):
+        return all(isinstance(name, str) for name in what)
+    return (isinstance(what, tuple) and len(what) == 3
+            and all(isinstance(number, int) for number in what) and 0 <= what[0] <= what[1] <= size)
+
+
 def discard() -> None:
-    """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
+    """End the listings nobody took (a hook without a vault there, or with one elsewhere), and
+    their surveyors."""
+    for surveyor in _surveyors.values():
+        surveyor.end()
+    _surveyors.clear()
+    _surveyed.clear()
     for process, sink in (*_started.values(), *_diffs.values()):
         if process is not None:
             process.kill()
@@ -347,6 +664,16 @@ class _Spawned:
         waiting = select.poll()
         waiting.register(self._errors, select.POLLIN)
         return bool(waiting.poll(timeout * 1000))
+
+    def closed(self, timeout: float) -> bool:
+        """Whether git closes its messages within `timeout` seconds (it has ended) without
+        writing one before: for a surveyor, which never reads them (they are this process's)."""
+        import select
+
+        waiting = select.poll()
+        waiting.register(self._errors, select.POLLIN)
+        events = waiting.poll(timeout * 1000)
+        return bool(events) and events[0][1] & (select.POLLIN | select.POLLHUP) == select.POLLHUP
 
     def left(self, timeout: float) -> float:
         """Seconds left of `timeout`, counted from the first wait for git."""

@@ -86,8 +86,8 @@ def test_a_listing_started_elsewhere_is_ended_and_the_check_lists_its_own(
     processes: list[subprocess.Popen[bytes]] = []
     start = gitindex.start
 
-    def remember() -> None:
-        start()
+    def remember(survey: bool = False) -> None:
+        start(survey=survey)
         processes.extend(process for process, _cause in gitindex._started.values() if process)
 
     monkeypatch.setattr(gitindex, "start", remember)

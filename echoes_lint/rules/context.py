@@ -92,24 +92,8 @@ class GitIndex(AbstractSet[str]):
         return self.text is not None or "".join(self.listed).isascii()
 
     def at(self, key: str) -> int:
-        """Where in `text` the first entry whose path is `key` or sorts after it starts (the
-        length of `text` if none): a binary search over the offsets, each step aligned on the
-        start of the entry it falls in."""
-        text = self.text or ""
-        low, high = 0, len(text)  # each the start of an entry, or the end
-        while low < high:
-            middle = (low + high) // 2
-            start = text.rfind("\0", low, middle) + 1
-            if start == 0:
-                start = low  # `middle` is in the path of the entry at `low`
-            elif "0" <= text[start] <= "9":  # a mode (no path starts with a digit: see SCOPE)
-                start = text.rfind("\0", low, start - 1) + 1 or low
-            end = text.index("\0", start)
-            if text[start:end] < key:
-                low = text.index("\0", end + 1) + 1
-            else:
-                high = start
-        return low
+        """`gitindex.at` of `text`."""
+        return gitindex.at(self.text or "", key)
 
 
 class Context(_Record):
