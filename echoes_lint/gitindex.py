@@ -40,11 +40,12 @@ DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev",
 GITLINK_MODE = "160000"
 GITLINK = f"\0{GITLINK_MODE}\0"  # a gitlink's mode between the NULs that end its path and it
 REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
+_REGULAR = REGULAR.encode("ascii")
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
-    # A Listing, or the common index as Git listed it (`listed`).
-    Listed = Union[str, Listing]
+    # A Listing, or the common index as Git listed it (`listed`), or as git wrote it, surveyed.
+    Listed = Union[str, Listing, "Surveyed"]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
                     tuple[None, str]]
@@ -57,8 +58,6 @@ if TYPE_CHECKING:
 _started: dict[str, Started] = {}
 _diffs: dict[str, Started] = {}
 _surveyors: dict[str, _Surveyor] = {}
-# The listing a surveyor surveyed and its survey, for `surveyed` (one at a time).
-_surveyed: list[tuple[str, Survey]] = []
 
 
 def start(folder: Optional[str] = None, staged: bool = False, survey: bool = False) -> None:
@@ -76,7 +75,7 @@ def start(folder: Optional[str] = None, staged: bool = False, survey: bool = Fal
     if key not in _started:
         discard()
         _started[key] = started = _start(folder, LS_FILES)
-        if survey and _large(folder):
+        if survey and _large(folder) and not os.environ.get("HOOK8_NOCHILD"):
             surveyor = _Surveyor.fork(started)
             if surveyor is not None:
                 _surveyors[key] = surveyor
@@ -104,16 +103,12 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
         clean = 0 if surveyor is not None else _searched(started)
         data, cause = _finish(started, LS_FILES, mapped=True)
         if data is not None:
-            # Decoded while the surveyor may still work (its answer is about these bytes).
-            text = _text(data)
             answer = None if surveyor is None else surveyor.answer(len(data))
-            if answer is None:
-                return listed(text, clean), None
-            clean, folds = answer
-            entries = listed(text, clean)
-            if folds is not None and entries is text:
-                _surveyed[:] = [(text, folds)]
-            return entries, None
+            if answer is not None:  # the common listing, surveyed
+                return Surveyed(data, answer), None
+            if _common(data, clean):
+                return Surveyed(data, None), None
+            return listed(text_of(data), clean), None
     finally:
         if surveyor is not None:
             surveyor.end()
@@ -122,13 +117,14 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
 
 
-def _text(data: Buffer) -> str:
+def text_of(data: Buffer) -> str:
+    """Git's output as text."""
     # One decode of the whole listing is os.fsdecode of each path: NUL ends every entry.
     return str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
 
 
 def _decode(data: Buffer) -> list[str]:
-    items = _text(data).split("\0")
+    items = text_of(data).split("\0")
     items.pop()  # every entry ends with NUL
     return items
 
@@ -145,24 +141,43 @@ def listed(entries: str, clean: int = 0) -> Listed:
 
 def _searched(started: Started) -> int:
     """How many bytes at the start of the output of the listing `started` hold no gitlink
-    entry (none when one is found): searched while git still writes them, where the hook
-    would otherwise wait for git doing nothing (at 100,000 pages the search of the whole
-    output costs ~2 ms after git ends)."""
+    entry and ASCII alone (none when one holds either: not the common listing): searched while
+    git still writes them, where the hook would otherwise wait for git doing nothing (at
+    100,000 pages the search of the whole output costs ~2 ms after git ends)."""
     process, sink = started
     if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
         return 0
-    needle, clean = GITLINK.encode("ascii"), 0
+    clean = 0
     # Until git ends, or `_finish`'s hang guard (60 s from the first wait) ends it.
     while not process.ended(0.001) and process.left(60) > 0:
-        written = os.fstat(sink.fileno()).st_size
-        while written - clean >= len(needle):
-            start = max(0, clean - len(needle) + 1)
-            part = os.pread(sink.fileno(), min(written, start + _PART) - start, start)
-            if needle in part:
-                return 0
-            if len(part) < len(needle):  # a file cut short under it: search it no further
-                return clean
-            clean = start + len(part)
+        clean = _search(sink.fileno(), clean, os.fstat(sink.fileno()).st_size)
+        if clean < 0:
+            return 0
+    return clean
+
+
+def _common(data: Buffer, clean: int) -> bool:
+    """Whether git's output `data`, of which `clean` bytes at the start are known to hold no
+    gitlink entry and ASCII alone, is the common listing (`listed`): all of it."""
+    clean = _search(data, clean, len(data))
+    return clean >= 0 and data[clean:].isascii()
+
+
+def _search(output: Union[int, Buffer], clean: int, written: int) -> int:
+    """How many of the `written` bytes at the start of the file `output` (or of the output
+    itself), of which `clean` are known to, hold no gitlink entry and ASCII alone; -1 when they
+    hold either."""
+    needle = GITLINK.encode("ascii")
+    while written - clean >= len(needle):
+        start = max(0, clean - len(needle) + 1)
+        stop = min(written, start + _PART)
+        part = os.pread(output, stop - start, start) if isinstance(output, int) \
+            else output[start:stop]
+        if needle in part or not part.isascii():
+            return -1
+        if len(part) < len(needle):  # a file cut short under it: search it no further
+            return clean
+        clean = start + len(part)
     return clean
 
 
@@ -217,98 +232,116 @@ _NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
 _CHUNK = 1 << 16
 
 
-def surveyed(text: str) -> Optional[Survey]:
-    """`survey(text)`: the surveyor's, when `text` is the listing it surveyed."""
-    if _surveyed and _surveyed[0][0] is text:
-        return _surveyed[0][1]
-    return survey(text)
+class Surveyed:
+    """Git's common listing (`listed`: ASCII, no gitlink) as git wrote it, and (its survey,)
+    when a surveyor surveyed it (None: not yet). Left undecoded: at 100,000 pages the decode
+    costs more (fresh memory for 6 MB) than the few searches of a one-file hook."""
+
+    __slots__ = ("data", "folds")
+
+    def __init__(self, data: Buffer, folds: Optional[tuple[Optional[Survey]]]) -> None:
+        self.data, self.folds = data, folds
 
 
-def survey(text: str) -> Optional[Survey]:
-    """What EV030 folds to find the collisions of the paths of Git's common listing `text`
-    (`listed`), in order: the names of each folder walked, and the entries of each folder it
-    cannot decide in C; None when a path is outside the vault or the listing is not sorted (Git
-    sorts its index). Each folder is decided on its slice of the listing, without a string per
-    path where it can be (`_listed_walk`), and without the engine, so that a surveyor finds it
-    before the engine loads."""
-    if text and not (text.startswith(VAULT_PREFIX)
-                     and at(text, f"{VAULT_PREFIX[:-1]}0") == len(text)):
+def survey(data: Union[str, Buffer]) -> Optional[Survey]:
+    """What EV030 folds to find the collisions of the paths of Git's common listing `data`
+    (`listed`: ASCII, no gitlink; as text, or as git wrote it), in order: the names of each
+    folder walked, and the entries of each folder it cannot decide in C; None when a path is
+    outside the vault or the listing is not sorted (Git sorts its index). Each folder is
+    decided on its part of the listing, without a string per path where it can be
+    (`_listed_walk`), and without the engine or a decode, so that a surveyor finds it before
+    the engine loads."""
+    zero = _marks(data)[2]
+    top = VAULT_PREFIX if isinstance(data, str) else VAULT_PREFIX.encode("ascii")
+    if data and not (data[:len(top)] == top and at(data, top[:-1] + zero) == len(data)):
         return None
     folds: Survey = []
-    return folds if _listed_walk(text, 0, len(text), VAULT_PREFIX, folds, 0) else None
+    return folds if _listed_walk(data, 0, len(data), top, folds, 0) else None
 
 
-def _listed_walk(text: str, position: int, end: int, folder: str, folds: Survey,
+def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
+    """The slash, the NUL and the zero of a listing as `data` holds it, text or bytes."""
+    return ("/", "\0", "0") if isinstance(data, str) else (b"/", b"\0", b"0")
+
+
+def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
                  level: int) -> bool:
-    """Add to `folds` what to fold below `folder`, whose entries are `text[position:end]` (each
-    its path and its mode, digits, each ended by NUL). A folder below whose first path has no
-    capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a folder of
-    ASCII files alone (the date folders of daily entries: capitals in every name) if lowering
-    keeps its names apart. False when the listing is not sorted."""
-    names: set[str] = set()
+    """Add to `folds` what to fold below `folder`, whose entries are `data[position:end]` (each
+    its path and its mode, digits, each ended by NUL; `folder` text or bytes as `data`). A
+    folder below whose first path has no capital is skipped if folding leaves all its paths
+    alone (`_listed_unchanged`); a folder of files alone (the date folders of daily entries:
+    capitals in every name) if lowering (ASCII folds so) keeps its names apart. False when the
+    listing is not sorted."""
+    slash, nul, zero = _marks(data)
+    names = set()
     while position < end:
-        stop = text.index("\0", position)
-        name, slash, rest = text[position + len(folder):stop].partition("/")
+        stop = _ended(data, nul, position)
+        name, slash_found, rest = data[position + len(folder):stop].partition(slash)
         names.add(name)
-        if not slash:
-            position = text.index("\0", stop + 1) + 1
+        if not slash_found:
+            position = _ended(data, nul, stop + 1) + 1
             continue
-        last = at(text, f"{folder}{name}0")  # "0" follows "/"
+        last = at(data, folder + name + zero)  # "0" follows "/"
         if not position < last <= end:  # not sorted: never loop on it
             return False
-        below, start = f"{folder}{name}/", position
+        below, start = folder + name + slash, position
         position = last
-        if _listed_unchanged(text, start, last, below, rest):
+        if _listed_unchanged(data, start, last, below, rest):
             continue
-        if "/" in rest and level + 1 < WALKED_LEVELS and text.isascii():
+        if slash in rest and level + 1 < WALKED_LEVELS:
             # The first path's folder holds a folder: walked on the listing (as below), without
             # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
-            if not _listed_walk(text, start, last, below, folds, level + 1):
+            if not _listed_walk(data, start, last, below, folds, level + 1):
                 return False
             continue
-        entries = text[start:last]
-        depth = below.count("/")
-        if entries.isascii() and "/" not in rest:
-            # Files alone, ASCII (folded by `lower`)? A regular file's entry ends with `REGULAR`:
-            # as many slashes as `depth` times the parts says that each part is one path (a
-            # part of two or more holds their slashes) of a file of `below`.
-            parts = entries.lower().split(REGULAR)
-            flat = not parts.pop() and entries.count("/") == len(parts) * depth
+        entries = data[start:last]
+        depth = below.count(slash)
+        if slash not in rest:
+            # Files alone? A regular file's entry ends with `REGULAR`: as many slashes as
+            # `depth` times the parts says that each part is one path (a part of two or more
+            # holds their slashes) of a file of `below`.
+            parts = entries.lower().split(REGULAR if isinstance(data, str) else _REGULAR)
+            flat = not parts.pop() and entries.count(slash) == len(parts) * depth
             if flat and len(set(parts)) == len(parts):
                 continue
-        if entries.isascii() and level + 1 < WALKED_LEVELS and (
-                "/" in rest or entries.count("/") != entries.count("\0") // 2 * depth):
+        if level + 1 < WALKED_LEVELS and (
+                slash in rest or entries.count(slash) != entries.count(nul) // 2 * depth):
             # A folder below (the first path's, or one whose path has more slashes).
-            if not _listed_walk(text, start, last, below, folds, level + 1):
+            if not _listed_walk(data, start, last, below, folds, level + 1):
                 return False
             continue
-        folds.append((below, (start, last, level + 1)))
+        folds.append((_str(below), (start, last, level + 1)))
     if len(names) > 1:  # (one name collides with none)
-        folds.append((folder, list(names)))
+        folds.append((_str(folder), [_str(name) for name in names]))
     return True
 
 
-def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str = "") -> bool:
-    """Whether folding keeps apart every two paths of the listing entries `text[start:end]`, all
-    below `folder`, as lowering does: ASCII entries that keep below `folder`, of their capitals
-    and the lower-case twins of those of `first` (the first path's part below it), what `first`
-    keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T` and `Z`, and no
-    `t` or `z`). Two such paths that lowering makes one have their capitals and those twins at
-    the same places, where they are then one and the same: lowering is one-to-one below
-    `folder`. With no capital in `first`: folding leaves every path as it is (the twins of none
-    kept). In C, a few entries at a time: a slice as large as a folder of 100,000 pages would
-    take fresh memory, a page fault for each 4 KB, where these small ones reuse what the last
-    one freed."""
-    keep, below = _NOT_CAPITAL, first.encode("ascii")  # (the common listing is ASCII)
-    twins = below.translate(None, keep).lower()  # of its capitals: each entry keeps them too
-    keep = keep.translate(None, twins)
-    unit = f"{folder}{first}".encode("ascii").translate(None, keep) + b"\0\0"
+def _str(name: Union[str, bytes]) -> str:
+    return name if isinstance(name, str) else name.decode("ascii")
+
+
+def _listed_unchanged(data: Union[str, Buffer], start: int, end: int,
+                      folder: Union[str, bytes], first: Union[str, bytes] = b"") -> bool:
+    """Whether folding keeps apart every two paths of the listing entries `data[start:end]`,
+    all below `folder`, as lowering does: ASCII entries that keep below `folder`, of their
+    capitals and the lower-case twins of those of `first` (the first path's part below it),
+    what `first` keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T`
+    and `Z`, and no `t` or `z`). Two such paths that lowering makes one have their capitals and
+    those twins at the same places, where they are then one and the same: lowering is
+    one-to-one below `folder`. With no capital in `first`: folding leaves every path as it is
+    (the twins of none kept). In C, a few entries at a time: a slice as large as a folder of
+    100,000 pages would take fresh memory, a page fault for each 4 KB, where these small ones
+    reuse what the last one freed."""
+    below = _bytes(first)  # (the common listing is ASCII)
+    twins = below.translate(None, _NOT_CAPITAL).lower()  # of its capitals: each entry keeps them
+    keep = _NOT_CAPITAL.translate(None, twins)
+    unit = (_bytes(folder) + below).translate(None, keep) + b"\0\0"
     while start < end:
-        stop = end if end - start <= _CHUNK else _entry_end(text, start + _CHUNK)
-        entries = text[start:stop]
+        stop = end if end - start <= _CHUNK else _entry_end(data, start + _CHUNK)
+        entries = data[start:stop]
         if not entries.isascii():
             return False
-        kept = entries.encode("ascii").translate(None, keep)
+        kept = _bytes(entries).translate(None, keep)
         count, extra = divmod(len(kept), len(unit))
         if extra or kept != unit * count:
             return False
@@ -316,31 +349,47 @@ def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str =
     return True
 
 
-def _entry_end(text: str, position: int) -> int:
+def _bytes(part: Union[str, bytes]) -> bytes:
+    return part.encode("ascii") if isinstance(part, str) else part
+
+
+def _entry_end(data: Union[str, Buffer], position: int) -> int:
     """Where the listing entry (`<path>NUL<mode>NUL`) holding `position` ends: after its mode,
     which a NUL and a digit start (no path starts with a digit: see `SCOPE`)."""
-    stop = text.index("\0", position) + 1
-    return text.index("\0", stop) + 1 if text[stop:stop + 1].isdigit() else stop
+    nul = _marks(data)[1]
+    stop = _ended(data, nul, position) + 1
+    return _ended(data, nul, stop) + 1 if data[stop:stop + 1].isdigit() else stop
 
 
-def at(text: str, key: str) -> int:
+def at(text: Union[str, Buffer], key: Union[str, bytes]) -> int:
     """Where in the listing `text` the first entry whose path is `key` or sorts after it starts
     (the length of `text` if none): a binary search over the offsets, each step aligned on the
-    start of the entry it falls in."""
-    low, high = 0, len(text)  # each the start of an entry, or the end
+    start of the entry it falls in. `text` and `key` are both text, or both bytes (`text` may
+    be mapped: then only the pages the search reads are read)."""
+    listing: Any = text
+    nul, digits = ("\0", "0123456789") if isinstance(text, str) else (b"\0", b"0123456789")
+    low, high = 0, len(listing)  # each the start of an entry, or the end
     while low < high:
         middle = (low + high) // 2
-        start = text.rfind("\0", low, middle) + 1
+        start = listing.rfind(nul, low, middle) + 1
         if start == 0:
             start = low  # `middle` is in the path of the entry at `low`
-        elif "0" <= text[start] <= "9":  # a mode (no path starts with a digit: see SCOPE)
-            start = text.rfind("\0", low, start - 1) + 1 or low
-        end = text.index("\0", start)
-        if text[start:end] < key:
-            low = text.index("\0", end + 1) + 1
+        elif listing[start:start + 1] in digits:  # a mode (no path starts with a digit: SCOPE)
+            start = listing.rfind(nul, low, start - 1) + 1 or low
+        end = _ended(listing, nul, start)
+        if listing[start:end] < key:
+            low = _ended(listing, nul, end + 1) + 1
         else:
             high = start
     return low
+
+
+def _ended(listing: Any, nul: Any, start: int) -> int:
+    """Where the NUL that ends the field at `start` is (a mapping has no `index`)."""
+    end: int = listing.find(nul, start)
+    if end < 0:
+        raise ValueError("a listing entry not ended by NUL")
+    return end
 
 
 # --- The surveyor: the survey in a child process, while the hook loads ------------------------
@@ -392,6 +441,8 @@ class _Surveyor:
                 null = os.open(os.devnull, os.O_RDWR)  # never hold the hook's own streams
                 for stream in (0, 1, 2):
                     os.dup2(null, stream)
+                if os.environ.get("HOOK8_NICE"):
+                    os.nice(int(os.environ["HOOK8_NICE"]))
                 data = memoryview(_survey_answer(process, sink))
                 while data:
                     data = data[os.write(answer, data):]
@@ -403,10 +454,10 @@ class _Surveyor:
             return None
         return cls(pid, answers)
 
-    def answer(self, size: int) -> Optional[tuple[int, Optional[Survey]]]:
-        """(how many bytes at the start of git's output hold no gitlink: none or all, its
-        survey when they all do), from the surveyor, when it answers about `size` bytes within
-        `SURVEY_WAIT` seconds; else None."""
+    def answer(self, size: int) -> Optional[tuple[Optional[Survey]]]:
+        """(the survey,) of git's output of `size` bytes from the surveyor, when it is the
+        common listing (`listed`) and the surveyor answers within `SURVEY_WAIT` seconds; else
+        None."""
         import marshal
         import select
         import time
@@ -444,36 +495,38 @@ class _Surveyor:
 
 
 def _survey_answer(process: _Spawned, sink: IO[bytes]) -> bytes:
-    """The surveyor's answer, once git has ended: (the size of git's output, how many bytes of
-    it hold no gitlink: none or all (the common listing: ASCII too), its survey then, else
-    None); nothing when git does not end, or writes a message first, within the hang guard."""
+    """The surveyor's answer, once git has ended: (the size of git's output, whether it is the
+    common listing (`listed`: ASCII, no gitlink), its survey then, else None); nothing when git
+    does not end, or writes a message first, within the hang guard. Searched while git writes
+    it, as the hook would (`_searched`)."""
     import marshal
 
+    clean = _searched((process, sink))
     if not process.closed(60):
         return b""
-    size = os.fstat(sink.fileno()).st_size
+    output = sink.fileno()
+    size = os.fstat(output).st_size
     if size:
         import mmap
 
-        data: Buffer = mmap.mmap(sink.fileno(), 0, access=mmap.ACCESS_READ)
+        data: Buffer = mmap.mmap(output, 0, access=mmap.ACCESS_READ)
     else:
         data = b""
-    text = _text(data)
-    clean = size if text.isascii() and text.find(GITLINK) < 0 else 0
-    return marshal.dumps((size, clean, survey(text) if clean else None))
+    common = _common(data, clean)
+    return marshal.dumps((size, common, survey(data) if common else None))
 
 
-def _checked(answer: Any, size: int) -> Optional[tuple[int, Optional[Survey]]]:
-    """The surveyor's `answer` as `_Surveyor.answer` gives it, if it has the form of one about
-    `size` bytes of output; else None."""
+def _checked(answer: Any, size: int) -> Optional[tuple[Optional[Survey]]]:
+    """(the survey,) of the common listing of `size` bytes, if the surveyor's `answer` has the
+    form of one; else None."""
     if not (isinstance(answer, tuple) and len(answer) == 3 and answer[0] == size
-            and answer[1] in (0, size)):
+            and answer[1] is True):
         return None
     folds = answer[2]
-    if folds is not None and not (answer[1] and isinstance(folds, list)
+    if folds is not None and not (isinstance(folds, list)
                                   and all(_fold(fold, size) for fold in folds)):
         return None
-    return answer[1], folds
+    return (folds,)
 
 
 def _fold(fold: Any, size: int) -> bool:
@@ -493,7 +546,6 @@ def discard() -> None:
     for surveyor in _surveyors.values():
         surveyor.end()
     _surveyors.clear()
-    _surveyed.clear()
     for process, sink in (*_started.values(), *_diffs.values()):
         if process is not None:
             process.kill()

@@ -153,12 +153,11 @@ def _unchanged(text: str, count: int, folder: str) -> bool:
 
 def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
     """`collisions` of the paths of Git's common listing (`index.text`), when they are all in
-    the vault (else None): the names and folders that its survey (`gitindex.surveyed`: folders
+    the vault (else None): the names and folders that its survey (`GitIndex.survey`: folders
     decided on their slices of the listing, in C) leaves to fold, folded as `collisions` folds
     them."""
-    text = index.text
-    folds = None if text is None else gitindex.surveyed(text)
-    if text is None or folds is None:
+    folds = index.survey()
+    if folds is None:
         return None
     groups: list[list[str]] = []
     for folder, fold in folds:
@@ -167,7 +166,7 @@ def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
                           for group in engine.name_collisions(fold))
         else:
             start, end, level = fold
-            paths = text[start:end].split("\0")[:-1:2]
+            paths = (index.text or "")[start:end].split("\0")[:-1:2]
             _below(paths, 0, len(paths), folder, index, groups, level)
     return groups
 

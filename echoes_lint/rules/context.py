@@ -51,19 +51,38 @@ def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielde
 class GitIndex(AbstractSet[str]):
     """The paths of a listing of Git's index (`gitindex.output`), as a set. Of the common index
     (`gitindex.listed`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
-    search of that text, and no path becomes a string of its own unless a rule goes through
-    them all: the one-file hook at 100,000 pages makes none."""
+    search of that text (of Git's output itself, undecoded, when a surveyor surveyed it), and
+    no path becomes a string of its own unless a rule goes through them all: the one-file hook
+    at 100,000 pages makes none."""
 
     def __init__(self, listed: gitindex.Listed) -> None:
-        self.text: Optional[str] = None
-        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        self._text: Optional[str] = None
+        self._data: Optional[gitindex.Buffer] = None  # a surveyed listing, undecoded
+        self._folds: Optional[tuple[Optional[gitindex.Survey]]] = None  # (its survey,)
         self._paths: Optional[tuple[str, ...]] = None
         self.gitlinks: frozenset[str] = frozenset()
         if isinstance(listed, str):
-            self.text = listed
+            self._text = listed
+        elif isinstance(listed, gitindex.Surveyed):
+            self._data, self._folds = listed.data, listed.folds
         else:
             self._paths, self.gitlinks = listed
         self._set: Optional[frozenset[str]] = None
+
+    @property
+    def text(self) -> Optional[str]:
+        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        if self._text is None and self._data is not None:
+            self._text = gitindex.text_of(self._data)
+        return self._text
+
+    def survey(self) -> Optional[gitindex.Survey]:
+        """`gitindex.survey` of `text`: the surveyor's, if one surveyed it."""
+        if self._data is not None:
+            if self._folds is None:
+                self._folds = (gitindex.survey(self._data),)
+            return self._folds[0]
+        return None if self._text is None else gitindex.survey(self._text)
 
     @property
     def listed(self) -> tuple[str, ...]:
@@ -78,9 +97,19 @@ class GitIndex(AbstractSet[str]):
         return self._set
 
     def __contains__(self, item: object) -> bool:
-        if self.text is None or not isinstance(item, str) or "\0" in item:
+        if not isinstance(item, str) or "\0" in item or (self._text is None
+                                                          and self._data is None):
             return item in self.frozen()
-        return self.text.startswith(f"{item}\0", self.at(item))
+        if self._text is None and self._data is not None:
+            # Searched undecoded, as bytes: the listing is ASCII, so a path beyond is not in it.
+            data = self._data
+            if not item.isascii():
+                return False
+            key = f"{item}\0".encode("ascii")
+            start = gitindex.at(data, key[:-1])
+            return data[start:start + len(key)] == key
+        text = self.text or ""
+        return text.startswith(f"{item}\0", gitindex.at(text, item))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.frozen())
@@ -89,11 +118,7 @@ class GitIndex(AbstractSet[str]):
         return len(self.frozen())
 
     def ascii(self) -> bool:
-        return self.text is not None or "".join(self.listed).isascii()
-
-    def at(self, key: str) -> int:
-        """`gitindex.at` of `text`."""
-        return gitindex.at(self.text or "", key)
+        return self._data is not None or self._text is not None or "".join(self.listed).isascii()
 
 
 class Context(_Record):
