@@ -5,8 +5,8 @@ git reads a large index while the linter's modules load; the check then takes it
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
-mode a check needs). The common index (ASCII, no gitlink) stays that text, which a check
-searches (`listed`); any other comes out of one split, without a slice per entry.
+mode a check needs). The common index (ASCII, no gitlink) stays that output, undecoded, which
+a check searches (`listed`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
@@ -26,17 +26,21 @@ if TYPE_CHECKING:
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
 # listing starts before the engine loads. No entry starts with a digit, so neither does any path
-# listed: `GitIndex.at` tells a path from a mode by its first character.
+# listed: `at` tells a path from a mode by its first character.
 SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/lock",
          ".echoes-vault/intent.json", ".echoes-vault/cache.json", ".opencode/echoes-state.json",
          ".codex/echoes-vault-state.json")
+# SCOPE as Git's pathspec: the vault holds its index, which needs no pathspec of its own (git
+# matches every index entry against each: one fewer is ~1 ms less at 100,000 pages).
+PATHSPEC = tuple(path for path in SCOPE if not path.startswith(f"{SCOPE[0]}/"))
 # Each entry comes as `<path>NUL<mode>NUL` (`--format`: git 2.38 and later).
-LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *SCOPE)
+LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *PATHSPEC)
 # Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
-LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
+LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *PATHSPEC)
 # The staged changes, for `check --staged`: `:<old mode> <new mode> <old id> <new id> <status>`
 # NUL `<path>` NUL.
-DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--", *SCOPE)
+DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
+               *PATHSPEC)
 GITLINK_MODE = "160000"
 GITLINK = f"\0{GITLINK_MODE}\0"  # a gitlink's mode between the NULs that end its path and it
 REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
@@ -44,29 +48,26 @@ _REGULAR = REGULAR.encode("ascii")
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
-    # A Listing, or the common index as Git listed it (`listed`), or as git wrote it, surveyed.
-    Listed = Union[str, Listing, "Surveyed"]
+    # A Listing, or the common index as Git listed it (`listed`), as text or as git wrote it.
+    Listed = Union[str, Listing, "Buffer"]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
                     tuple[None, str]]
     Buffer = Union[bytes, mmap.mmap]  # git's output, read or mapped
     # What EV030 folds of a listing (`survey`): the names of a folder, or the entries
-    # `text[start:end]` of a folder below it at a level, to walk path by path.
+    # `data[start:end]` of a folder below it at a level, to walk path by path.
     Fold = tuple[str, Union[list[str], tuple[int, int, int]]]
     Survey = list[Fold]
 
 _started: dict[str, Started] = {}
 _diffs: dict[str, Started] = {}
-_surveyors: dict[str, _Surveyor] = {}
 
 
-def start(folder: Optional[str] = None, staged: bool = False, survey: bool = False) -> None:
+def start(folder: Optional[str] = None, staged: bool = False) -> None:
     """List, from now on, the index of `folder` (default: the folder this process runs in:
     where pre-commit runs a hook, the repository root, the usual engine workspace), and with
     `staged` its staged changes too, unless they run already. A check takes them if it looks
-    there. `survey` (a hook, before it loads anything else: no thread runs yet): a large
-    listing is also searched and surveyed (`survey`) by a child process, on the other CPU,
-    while this one loads the linter."""
+    there."""
     try:
         folder = os.getcwd() if folder is None else folder
     except OSError:  # the folder is gone: the check says so
@@ -74,11 +75,7 @@ def start(folder: Optional[str] = None, staged: bool = False, survey: bool = Fal
     key = os.path.realpath(folder)
     if key not in _started:
         discard()
-        _started[key] = started = _start(folder, LS_FILES)
-        if survey and _large(folder) and not os.environ.get("HOOK8_NOCHILD"):
-            surveyor = _Surveyor.fork(started)
-            if surveyor is not None:
-                _surveyors[key] = surveyor
+        _started[key] = _start(folder, LS_FILES)
     if staged and key not in _diffs:
         _diffs[key] = _start(folder, DIFF_STAGED)
 
@@ -94,24 +91,15 @@ def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
 def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
-    key = os.path.realpath(root)
-    started, surveyor = _started.pop(key, None), _surveyors.pop(key, None)
+    started = _started.pop(os.path.realpath(root), None)
     if started is None:
         started = _start(str(root), LS_FILES)
-    try:
-        # A surveyor searches the output itself once git ends: no search while git writes.
-        clean = 0 if surveyor is not None else _searched(started)
-        data, cause = _finish(started, LS_FILES, mapped=True)
-        if data is not None:
-            answer = None if surveyor is None else surveyor.answer(len(data))
-            if answer is not None:  # the common listing, surveyed
-                return Surveyed(data, answer), None
-            if _common(data, clean):
-                return Surveyed(data, None), None
-            return listed(text_of(data), clean), None
-    finally:
-        if surveyor is not None:
-            surveyor.end()
+    clean = _searched(started)
+    data, cause = _finish(started, LS_FILES, mapped=True)
+    if data is not None:
+        # The common listing stays as git wrote it: at 100,000 pages its decode costs more
+        # (fresh memory for 6 MB) than the few searches of a one-file hook.
+        return (data if _common(data, clean) else listed(text_of(data), clean)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -232,25 +220,13 @@ _NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
 _CHUNK = 1 << 16
 
 
-class Surveyed:
-    """Git's common listing (`listed`: ASCII, no gitlink) as git wrote it, and (its survey,)
-    when a surveyor surveyed it (None: not yet). Left undecoded: at 100,000 pages the decode
-    costs more (fresh memory for 6 MB) than the few searches of a one-file hook."""
-
-    __slots__ = ("data", "folds")
-
-    def __init__(self, data: Buffer, folds: Optional[tuple[Optional[Survey]]]) -> None:
-        self.data, self.folds = data, folds
-
-
 def survey(data: Union[str, Buffer]) -> Optional[Survey]:
     """What EV030 folds to find the collisions of the paths of Git's common listing `data`
     (`listed`: ASCII, no gitlink; as text, or as git wrote it), in order: the names of each
     folder walked, and the entries of each folder it cannot decide in C; None when a path is
     outside the vault or the listing is not sorted (Git sorts its index). Each folder is
     decided on its part of the listing, without a string per path where it can be
-    (`_listed_walk`), and without the engine or a decode, so that a surveyor finds it before
-    the engine loads."""
+    (`_listed_walk`), on the bytes git wrote without a decode of them (or on their text)."""
     zero = _marks(data)[2]
     top = VAULT_PREFIX if isinstance(data, str) else VAULT_PREFIX.encode("ascii")
     if data and not (data[:len(top)] == top and at(data, top[:-1] + zero) == len(data)):
@@ -392,160 +368,8 @@ def _ended(listing: Any, nul: Any, start: int) -> int:
     return end
 
 
-# --- The surveyor: the survey in a child process, while the hook loads ------------------------
-
-# A listing worth a surveyor: Git's index file from this size (~20,000 entries); a smaller one
-# is searched and surveyed in less time than a fork costs.
-SURVEY_FROM = 2 << 20
-# Seconds the hook waits for the surveyor's answer once git has ended (a few ms at 100,000
-# pages), before it searches and surveys the listing itself.
-SURVEY_WAIT = 5.0
-
-
-def _large(folder: str) -> bool:
-    """Whether the index of `folder` is worth a surveyor, by the size of `.git/index` (a guess
-    for speed alone: a worktree's index lies elsewhere, and is surveyed in this process)."""
-    try:
-        return os.stat(os.path.join(folder, ".git", "index")).st_size >= SURVEY_FROM
-    except OSError:
-        return False
-
-
-class _Surveyor:
-    """A child process forked by the hook before it loads the linter (no thread runs yet):
-    once git has ended, it searches the listing for gitlinks and surveys it (`survey`) on the
-    other CPU while this process loads, and sends the answer through a pipe. It runs this
-    module's code alone; its answer is checked, and when it fails, dies, answers anything else
-    or not in time, this process searches and surveys the listing itself."""
-
-    def __init__(self, pid: int, answers: int) -> None:
-        self.pid, self._answers = pid, answers
-
-    @classmethod
-    def fork(cls, started: Started) -> Optional[_Surveyor]:
-        """A surveyor of the listing `started`, when git runs spawned into an unnamed file and
-        no thread runs (a fork copies only the thread that forks)."""
-        process, sink = started
-        threading = sys.modules.get("threading")
-        if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str) or (
-                threading is not None and threading.active_count() > 1):
-            return None
-        answers, answer = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            pid = -1
-        if pid == 0:  # the surveyor: never back into the caller's code
-            try:
-                os.close(answers)
-                null = os.open(os.devnull, os.O_RDWR)  # never hold the hook's own streams
-                for stream in (0, 1, 2):
-                    os.dup2(null, stream)
-                if os.environ.get("HOOK8_NICE"):
-                    os.nice(int(os.environ["HOOK8_NICE"]))
-                data = memoryview(_survey_answer(process, sink))
-                while data:
-                    data = data[os.write(answer, data):]
-            finally:
-                os._exit(0)
-        os.close(answer)
-        if pid < 0:
-            os.close(answers)
-            return None
-        return cls(pid, answers)
-
-    def answer(self, size: int) -> Optional[tuple[Optional[Survey]]]:
-        """(the survey,) of git's output of `size` bytes from the surveyor, when it is the
-        common listing (`listed`) and the surveyor answers within `SURVEY_WAIT` seconds; else
-        None."""
-        import marshal
-        import select
-        import time
-
-        chunks = []
-        waiting = select.poll()
-        waiting.register(self._answers, select.POLLIN)
-        until = time.monotonic() + SURVEY_WAIT
-        while True:
-            left = until - time.monotonic()
-            if left <= 0 or not waiting.poll(left * 1000):
-                return None
-            chunk = os.read(self._answers, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        try:
-            answered = marshal.loads(b"".join(chunks))
-        except (EOFError, ValueError, TypeError):
-            return None
-        return _checked(answered, size)
-
-    def end(self) -> None:
-        """End and reap the surveyor, done or not: no process is left behind."""
-        if self._answers >= 0:
-            import contextlib
-            import signal
-
-            os.close(self._answers)
-            self._answers = -1
-            with contextlib.suppress(ProcessLookupError):  # (a zombie until reaped: never)
-                os.kill(self.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(self.pid, 0)
-
-
-def _survey_answer(process: _Spawned, sink: IO[bytes]) -> bytes:
-    """The surveyor's answer, once git has ended: (the size of git's output, whether it is the
-    common listing (`listed`: ASCII, no gitlink), its survey then, else None); nothing when git
-    does not end, or writes a message first, within the hang guard. Searched while git writes
-    it, as the hook would (`_searched`)."""
-    import marshal
-
-    clean = _searched((process, sink))
-    if not process.closed(60):
-        return b""
-    output = sink.fileno()
-    size = os.fstat(output).st_size
-    if size:
-        import mmap
-
-        data: Buffer = mmap.mmap(output, 0, access=mmap.ACCESS_READ)
-    else:
-        data = b""
-    common = _common(data, clean)
-    return marshal.dumps((size, common, survey(data) if common else None))
-
-
-def _checked(answer: Any, size: int) -> Optional[tuple[Optional[Survey]]]:
-    """(the survey,) of the common listing of `size` bytes, if the surveyor's `answer` has the
-    form of one; else None."""
-    if not (isinstance(answer, tuple) and len(answer) == 3 and answer[0] == size
-            and answer[1] is True):
-        return None
-    folds = answer[2]
-    if folds is not None and not (isinstance(folds, list)
-                                  and all(_fold(fold, size) for fold in folds)):
-        return None
-    return (folds,)
-
-
-def _fold(fold: Any, size: int) -> bool:
-    """Whether `fold` has the form of a `Fold` of a listing of `size` characters."""
-    if not (isinstance(fold, tuple) and len(fold) == 2 and isinstance(fold[0], str)):
-        return False
-    what = fold[1]
-    if isinstance(what, list):
-        return all(isinstance(name, str) for name in what)
-    return (isinstance(what, tuple) and len(what) == 3
-            and all(isinstance(number, int) for number in what) and 0 <= what[0] <= what[1] <= size)
-
-
 def discard() -> None:
-    """End the listings nobody took (a hook without a vault there, or with one elsewhere), and
-    their surveyors."""
-    for surveyor in _surveyors.values():
-        surveyor.end()
-    _surveyors.clear()
+    """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
     for process, sink in (*_started.values(), *_diffs.values()):
         if process is not None:
             process.kill()
@@ -716,16 +540,6 @@ class _Spawned:
         waiting = select.poll()
         waiting.register(self._errors, select.POLLIN)
         return bool(waiting.poll(timeout * 1000))
-
-    def closed(self, timeout: float) -> bool:
-        """Whether git closes its messages within `timeout` seconds (it has ended) without
-        writing one before: for a surveyor, which never reads them (they are this process's)."""
-        import select
-
-        waiting = select.poll()
-        waiting.register(self._errors, select.POLLIN)
-        events = waiting.poll(timeout * 1000)
-        return bool(events) and events[0][1] & (select.POLLIN | select.POLLHUP) == select.POLLHUP
 
     def left(self, timeout: float) -> float:
         """Seconds left of `timeout`, counted from the first wait for git."""

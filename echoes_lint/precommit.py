@@ -57,7 +57,7 @@ LISTS_INDEX = frozenset({"echoes-lint", "echoes-forbid-local-files", "echoes-cas
 
 def run_hook(hook_id: str, argv: Optional[list[str]] = None) -> int:
     if hook_id in LISTS_INDEX and not _whole(hook_id):
-        gitindex.start(survey=True)  # git lists a large index while the modules below load
+        gitindex.start()  # git lists a large index while the modules below load
     try:
         return _run_hook(hook_id, argv)
     finally:

@@ -51,22 +51,22 @@ def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielde
 class GitIndex(AbstractSet[str]):
     """The paths of a listing of Git's index (`gitindex.output`), as a set. Of the common index
     (`gitindex.listed`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
-    search of that text (of Git's output itself, undecoded, when a surveyor surveyed it), and
-    no path becomes a string of its own unless a rule goes through them all: the one-file hook
-    at 100,000 pages makes none."""
+    search of that output (undecoded, as bytes, until a rule needs its text), and no path
+    becomes a string of its own unless a rule goes through them all: the one-file hook at
+    100,000 pages makes none, and decodes nothing."""
 
     def __init__(self, listed: gitindex.Listed) -> None:
         self._text: Optional[str] = None
-        self._data: Optional[gitindex.Buffer] = None  # a surveyed listing, undecoded
-        self._folds: Optional[tuple[Optional[gitindex.Survey]]] = None  # (its survey,)
+        self._data: Optional[gitindex.Buffer] = None  # the common index, undecoded
+        self._survey: Optional[tuple[Optional[gitindex.Survey]]] = None
         self._paths: Optional[tuple[str, ...]] = None
         self.gitlinks: frozenset[str] = frozenset()
         if isinstance(listed, str):
             self._text = listed
-        elif isinstance(listed, gitindex.Surveyed):
-            self._data, self._folds = listed.data, listed.folds
-        else:
+        elif isinstance(listed, tuple):
             self._paths, self.gitlinks = listed
+        else:
+            self._data = listed
         self._set: Optional[frozenset[str]] = None
 
     @property
@@ -76,13 +76,18 @@ class GitIndex(AbstractSet[str]):
             self._text = gitindex.text_of(self._data)
         return self._text
 
+    def part(self, start: int, end: int) -> str:
+        """`text[start:end]`, of the common index, without a decode of the rest."""
+        if self._text is None and self._data is not None:
+            return gitindex.text_of(self._data[start:end])
+        return (self._text or "")[start:end]
+
     def survey(self) -> Optional[gitindex.Survey]:
-        """`gitindex.survey` of `text`: the surveyor's, if one surveyed it."""
-        if self._data is not None:
-            if self._folds is None:
-                self._folds = (gitindex.survey(self._data),)
-            return self._folds[0]
-        return None if self._text is None else gitindex.survey(self._text)
+        """`gitindex.survey` of the common index (of its bytes while they are not decoded)."""
+        if self._survey is None:
+            listing = self._text if self._text is not None else self._data
+            self._survey = (None if listing is None else gitindex.survey(listing),)
+        return self._survey[0]
 
     @property
     def listed(self) -> tuple[str, ...]:
