@@ -12,6 +12,7 @@ a check searches (`listed`); any other comes out of one split, without a slice p
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import os
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
     # A Listing, or the common index as Git listed it (`listed`), as text or as git wrote it.
-    Listed = Union[str, Listing, "Buffer"]
+    Listed = Union[str, Listing, "Written"]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
                     tuple[None, str]]
@@ -94,12 +95,13 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     started = _started.pop(os.path.realpath(root), None)
     if started is None:
         started = _start(str(root), LS_FILES)
-    clean = _searched(started)
+    capitals = Capitals()
+    clean = _searched(started, capitals)
     data, cause = _finish(started, LS_FILES, mapped=True)
     if data is not None:
-        # The common listing stays as git wrote it: at 100,000 pages its decode costs more
-        # (fresh memory for 6 MB) than the few searches of a one-file hook.
-        return (data if _common(data, clean) else listed(text_of(data), clean)), None
+        if _common(data, clean, capitals):
+            return Written(data, capitals), None
+        return listed(text_of(data), clean), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -127,34 +129,38 @@ def listed(entries: str, clean: int = 0) -> Listed:
     return by_format(entries)
 
 
-def _searched(started: Started) -> int:
+def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
     """How many bytes at the start of the output of the listing `started` hold no gitlink
-    entry and ASCII alone (none when one holds either: not the common listing): searched while
-    git still writes them, where the hook would otherwise wait for git doing nothing (at
-    100,000 pages the search of the whole output costs ~2 ms after git ends)."""
+    entry and ASCII alone (none when one holds either: not the common listing), and (into
+    `capitals`) their capitals: searched while git still writes them, where the hook would
+    otherwise wait for git doing nothing (at 100,000 pages the search of the whole output costs
+    ~2 ms after git ends, the capitals as much)."""
     process, sink = started
     if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
         return 0
     clean = 0
     # Until git ends, or `_finish`'s hang guard (60 s from the first wait) ends it.
     while not process.ended(0.001) and process.left(60) > 0:
-        clean = _search(sink.fileno(), clean, os.fstat(sink.fileno()).st_size)
+        clean = _search(sink.fileno(), clean, os.fstat(sink.fileno()).st_size, capitals)
         if clean < 0:
             return 0
     return clean
 
 
-def _common(data: Buffer, clean: int) -> bool:
+def _common(data: Buffer, clean: int, capitals: Optional[Capitals] = None) -> bool:
     """Whether git's output `data`, of which `clean` bytes at the start are known to hold no
-    gitlink entry and ASCII alone, is the common listing (`listed`): all of it."""
-    clean = _search(data, clean, len(data))
-    return clean >= 0 and data[clean:].isascii()
+    gitlink entry and ASCII alone, is the common listing (`listed`): all of it (the capitals
+    of the rest into `capitals`)."""
+    clean = _search(data, clean, len(data), capitals)
+    rest = data[max(0, clean - len(GITLINK) + 1):]  # (fewer bytes than a gitlink's mode)
+    return clean >= 0 and rest.isascii() and GITLINK.encode("ascii") not in rest
 
 
-def _search(output: Union[int, Buffer], clean: int, written: int) -> int:
+def _search(output: Union[int, Buffer], clean: int, written: int,
+            capitals: Optional[Capitals] = None) -> int:
     """How many of the `written` bytes at the start of the file `output` (or of the output
     itself), of which `clean` are known to, hold no gitlink entry and ASCII alone; -1 when they
-    hold either."""
+    hold either. The capitals of those searched go into `capitals`."""
     needle = GITLINK.encode("ascii")
     while written - clean >= len(needle):
         start = max(0, clean - len(needle) + 1)
@@ -165,6 +171,8 @@ def _search(output: Union[int, Buffer], clean: int, written: int) -> int:
             return -1
         if len(part) < len(needle):  # a file cut short under it: search it no further
             return clean
+        if capitals is not None:
+            capitals.add(clean, part[clean - start:])
         clean = start + len(part)
     return clean
 
@@ -220,7 +228,47 @@ _NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
 _CHUNK = 1 << 16
 
 
-def survey(data: Union[str, Buffer]) -> Optional[Survey]:
+class Capitals:
+    """The capitals and NULs of git's output (what `_listed_unchanged` keeps of a folder whose
+    first path has none: the pages), taken part by part as the output is searched
+    (`_search`), so that a folder's are joined, not translated, after git ends."""
+
+    def __init__(self) -> None:
+        self.bounds = [0]  # where each part starts, then where the last ends
+        self.parts: list[bytes] = []
+
+    def add(self, start: int, searched: bytes) -> None:
+        """Keep the capitals of the output's bytes `searched`, from `start`: a part next to the
+        last, or else the first of a new run (a search started over)."""
+        if start != self.bounds[-1]:
+            self.bounds, self.parts = [start], []
+        self.parts.append(searched.translate(None, _NOT_CAPITAL))
+        self.bounds.append(start + len(searched))
+
+    def of(self, data: Buffer, start: int, end: int) -> Optional[bytes]:
+        """The capitals and NULs of `data[start:end]`, from the parts it holds whole and its
+        two ends; None when it holds no part whole, or more than a part at either end."""
+        first = bisect.bisect_left(self.bounds, start)
+        last = bisect.bisect_right(self.bounds, end) - 1
+        if first >= last or self.bounds[first] - start > _PART or end - self.bounds[last] > _PART:
+            return None
+        return b"".join((data[start:self.bounds[first]].translate(None, _NOT_CAPITAL),
+                         *self.parts[first:last],
+                         data[self.bounds[last]:end].translate(None, _NOT_CAPITAL)))
+
+
+class Written:
+    """Git's common listing (`listed`: ASCII, no gitlink) as git wrote it, and its `capitals`.
+    Left undecoded: at 100,000 pages the decode costs more (fresh memory for 6 MB) than the few
+    searches of a one-file hook."""
+
+    __slots__ = ("capitals", "data")
+
+    def __init__(self, data: Buffer, capitals: Optional[Capitals] = None) -> None:
+        self.data, self.capitals = data, capitals
+
+
+def survey(data: Union[str, Buffer], capitals: Optional[Capitals] = None) -> Optional[Survey]:
     """What EV030 folds to find the collisions of the paths of Git's common listing `data`
     (`listed`: ASCII, no gitlink; as text, or as git wrote it), in order: the names of each
     folder walked, and the entries of each folder it cannot decide in C; None when a path is
@@ -232,7 +280,7 @@ def survey(data: Union[str, Buffer]) -> Optional[Survey]:
     if data and not (data[:len(top)] == top and at(data, top[:-1] + zero) == len(data)):
         return None
     folds: Survey = []
-    return folds if _listed_walk(data, 0, len(data), top, folds, 0) else None
+    return folds if _listed_walk(data, 0, len(data), top, folds, 0, capitals) else None
 
 
 def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
@@ -241,7 +289,7 @@ def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
 
 
 def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
-                 level: int) -> bool:
+                 level: int, capitals: Optional[Capitals] = None) -> bool:
     """Add to `folds` what to fold below `folder`, whose entries are `data[position:end]` (each
     its path and its mode, digits, each ended by NUL; `folder` text or bytes as `data`). A
     folder below whose first path has no capital is skipped if folding leaves all its paths
@@ -262,12 +310,12 @@ def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
             return False
         below, start = folder + name + slash, position
         position = last
-        if _listed_unchanged(data, start, last, below, rest):
+        if _listed_unchanged(data, start, last, below, rest, capitals):
             continue
         if slash in rest and level + 1 < WALKED_LEVELS:
             # The first path's folder holds a folder: walked on the listing (as below), without
             # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
-            if not _listed_walk(data, start, last, below, folds, level + 1):
+            if not _listed_walk(data, start, last, below, folds, level + 1, capitals):
                 return False
             continue
         entries = data[start:last]
@@ -283,7 +331,7 @@ def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
         if level + 1 < WALKED_LEVELS and (
                 slash in rest or entries.count(slash) != entries.count(nul) // 2 * depth):
             # A folder below (the first path's, or one whose path has more slashes).
-            if not _listed_walk(data, start, last, below, folds, level + 1):
+            if not _listed_walk(data, start, last, below, folds, level + 1, capitals):
                 return False
             continue
         folds.append((_str(below), (start, last, level + 1)))
@@ -297,7 +345,8 @@ def _str(name: Union[str, bytes]) -> str:
 
 
 def _listed_unchanged(data: Union[str, Buffer], start: int, end: int,
-                      folder: Union[str, bytes], first: Union[str, bytes] = b"") -> bool:
+                      folder: Union[str, bytes], first: Union[str, bytes] = b"",
+                      capitals: Optional[Capitals] = None) -> bool:
     """Whether folding keeps apart every two paths of the listing entries `data[start:end]`,
     all below `folder`, as lowering does: ASCII entries that keep below `folder`, of their
     capitals and the lower-case twins of those of `first` (the first path's part below it),
@@ -307,11 +356,16 @@ def _listed_unchanged(data: Union[str, Buffer], start: int, end: int,
     one-to-one below `folder`. With no capital in `first`: folding leaves every path as it is
     (the twins of none kept). In C, a few entries at a time: a slice as large as a folder of
     100,000 pages would take fresh memory, a page fault for each 4 KB, where these small ones
-    reuse what the last one freed."""
+    reuse what the last one freed. `capitals` (of the common listing `data`, as git wrote it):
+    with no capital in `first`, what each entry keeps is joined from them."""
     below = _bytes(first)  # (the common listing is ASCII)
     twins = below.translate(None, _NOT_CAPITAL).lower()  # of its capitals: each entry keeps them
     keep = _NOT_CAPITAL.translate(None, twins)
     unit = (_bytes(folder) + below).translate(None, keep) + b"\0\0"
+    kept = None if twins or capitals is None or isinstance(data, str) else \
+        capitals.of(data, start, end)
+    if kept is not None:
+        return not len(kept) % len(unit) and kept == unit * (len(kept) // len(unit))
     while start < end:
         stop = end if end - start <= _CHUNK else _entry_end(data, start + _CHUNK)
         entries = data[start:stop]

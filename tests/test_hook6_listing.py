@@ -3,7 +3,6 @@ as the `subprocess.Popen` it replaces: its output, its messages, its status, its
 
 from __future__ import annotations
 
-import mmap
 import os
 import shlex
 import subprocess
@@ -58,8 +57,8 @@ def test_git_runs_in_the_folder_asked_with_its_messages_and_status(
     repo = vault_repo(tmp_path / "repo")
     monkeypatch.chdir(tmp_path)
     listed, cause = gitindex.output(repo)
-    assert cause is None and isinstance(listed, mmap.mmap)  # as git wrote it
-    assert b"EchoesVault/pages/home.md\x00100644\x00" in bytes(listed)
+    assert cause is None and isinstance(listed, gitindex.Written)  # as git wrote it
+    assert b"EchoesVault/pages/home.md\x00100644\x00" in bytes(listed.data)
     fake_git(tmp_path, monkeypatch, "printf 'half' ; echo 'fatal: index file corrupt' >&2; exit 128")
     started = gitindex._start(str(repo), gitindex.LS_FILES)
     assert gitindex._finish(started, gitindex.LS_FILES) == (None, "fatal: index file corrupt")

@@ -45,27 +45,42 @@ def _probes(paths: list[str]) -> set[str]:
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
-@given(_PATHS, _MODES, _REPEATS, st.data())
+@given(_PATHS, _MODES, _REPEATS, st.integers(len(gitindex.GITLINK), 120), st.booleans(),
+       st.data())
 def test_the_listing_as_git_wrote_it_answers_as_its_text(
-        below: list[str], modes: list[str], repeats: list[int], data: st.DataObject) -> None:
-    """Whatever part of the output was searched while git wrote it, the listing is the common
-    one exactly when its text is; then the index of its bytes holds the paths its text holds,
-    and EV030 finds the same collisions, those of folding every file and folder."""
-    paths = sorted({f"{VAULT}{path}" for path in below})
+        below: list[str], modes: list[str], repeats: list[int], part: int, common_only: bool,
+        data: st.DataObject) -> None:
+    """Searched a part at a time (of any size), whatever part of the output was written at
+    each search, the listing is the common one exactly when its text is; then the index of its
+    bytes holds the paths its text holds, the capitals kept on the way are those of any span of
+    it, and EV030 finds the same collisions, those of folding every file and folder."""
+    paths = sorted({f"{VAULT}{path}" for path in below if path.isascii() or not common_only})
+    if common_only:  # (else mostly a gitlink or a name beyond ASCII)
+        modes = [mode.replace("160000", "100644") for mode in modes]
     text = listing(paths, modes, repeats)
     output = text.encode("utf-8", "surrogateescape")  # what git writes (os.fsdecode's inverse)
-    written = data.draw(st.integers(0, len(output)), label="written while searched")
-    clean = max(0, gitindex._search(output, 0, written))
-    common = isinstance(gitindex.listed(text), str)
-    assert gitindex._common(output, clean) is common
-    if not common:
-        return
-    undecoded, decoded = GitIndex(output), GitIndex(gitindex.listed(text))
-    for probe in _probes(paths):
-        assert (probe in undecoded) is (probe in decoded) is (probe in paths), probe
-    assert undecoded.ascii() and undecoded.gitlinks == frozenset()
-    assert undecoded.survey() == decoded.survey() == gitindex.survey(text)
-    groups = rule.listed_collisions(undecoded)
+    saved, gitindex._PART = gitindex._PART, part
+    try:
+        capitals, clean = gitindex.Capitals(), 0
+        for written in sorted(data.draw(st.lists(st.integers(0, len(output)), max_size=4))):
+            clean = max(0, gitindex._search(output, clean, written, capitals))  # (`_searched`)
+        common = isinstance(gitindex.listed(text), str)
+        assert gitindex._common(output, clean, capitals) is common
+        if not common:
+            return
+        start = data.draw(st.integers(0, len(output)))
+        end = data.draw(st.integers(start, len(output)))
+        assert capitals.of(output, start, end) in (
+            None, output[start:end].translate(None, gitindex._NOT_CAPITAL))
+        undecoded = GitIndex(gitindex.Written(output, capitals))
+        decoded = GitIndex(gitindex.listed(text))
+        for probe in _probes(paths):
+            assert (probe in undecoded) is (probe in decoded) is (probe in paths), probe
+        assert undecoded.ascii() and undecoded.gitlinks == frozenset()
+        assert undecoded.survey() == decoded.survey() == gitindex.survey(output)
+        groups = rule.listed_collisions(undecoded)
+    finally:
+        gitindex._PART = saved
     assert groups == rule.listed_collisions(decoded)
     if groups is not None:
         assert {frozenset(group) for group in groups} == plain(frozenset(paths))
@@ -121,8 +136,8 @@ def test_the_vault_in_the_pathspec_lists_its_index_and_the_local_only_paths(
     scope = ["git", *gitindex.LS_FILES[:-len(gitindex.PATHSPEC)], *gitindex.SCOPE]
     whole = subprocess.run(scope, cwd=repo, capture_output=True, check=True).stdout
     listed, cause = gitindex.output(repo)
-    assert cause is None and listed is not None and not isinstance(listed, (str, tuple))
-    assert bytes(listed) == whole
+    assert isinstance(listed, gitindex.Written) and cause is None
+    assert bytes(listed.data) == whole
     index = GitIndex(listed)
     assert all(path in index for path in ("EchoesVault/index.md", ".echoes-vault/state.json",
                                           ".codex/echoes-vault-state.json"))

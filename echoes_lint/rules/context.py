@@ -58,6 +58,7 @@ class GitIndex(AbstractSet[str]):
     def __init__(self, listed: gitindex.Listed) -> None:
         self._text: Optional[str] = None
         self._data: Optional[gitindex.Buffer] = None  # the common index, undecoded
+        self._capitals: Optional[gitindex.Capitals] = None  # its capitals
         self._survey: Optional[tuple[Optional[gitindex.Survey]]] = None
         self._paths: Optional[tuple[str, ...]] = None
         self.gitlinks: frozenset[str] = frozenset()
@@ -66,7 +67,7 @@ class GitIndex(AbstractSet[str]):
         elif isinstance(listed, tuple):
             self._paths, self.gitlinks = listed
         else:
-            self._data = listed
+            self._data, self._capitals = listed.data, listed.capitals
         self._set: Optional[frozenset[str]] = None
 
     @property
@@ -85,8 +86,10 @@ class GitIndex(AbstractSet[str]):
     def survey(self) -> Optional[gitindex.Survey]:
         """`gitindex.survey` of the common index (of its bytes while they are not decoded)."""
         if self._survey is None:
-            listing = self._text if self._text is not None else self._data
-            self._survey = (None if listing is None else gitindex.survey(listing),)
+            if self._data is not None:
+                self._survey = (gitindex.survey(self._data, self._capitals),)
+            else:
+                self._survey = (None if self._text is None else gitindex.survey(self._text),)
         return self._survey[0]
 
     @property
