@@ -5,13 +5,14 @@ git reads a large index while the linter's modules load; the check then takes it
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
-mode a check needs). The common index (ASCII, no gitlink) stays that text, which a check
-searches (`listed`); any other comes out of one split, without a slice per entry.
+mode a check needs). The common index (ASCII, no gitlink) stays that output, undecoded, which
+a check searches (`listed`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import operator
 import os
@@ -22,33 +23,42 @@ if TYPE_CHECKING:
     import mmap
     import subprocess
     from pathlib import Path
-    from typing import IO, Optional, Union
+    from typing import IO, Any, Optional, Union
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
 # listing starts before the engine loads. No entry starts with a digit, so neither does any path
-# listed: `GitIndex.at` tells a path from a mode by its first character.
+# listed: `at` tells a path from a mode by its first character.
 SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/lock",
          ".echoes-vault/intent.json", ".echoes-vault/cache.json", ".opencode/echoes-state.json",
          ".codex/echoes-vault-state.json")
+# SCOPE as Git's pathspec: the vault holds its index, which needs no pathspec of its own (git
+# matches every index entry against each: one fewer is ~1 ms less at 100,000 pages).
+PATHSPEC = tuple(path for path in SCOPE if not path.startswith(f"{SCOPE[0]}/"))
 # Each entry comes as `<path>NUL<mode>NUL` (`--format`: git 2.38 and later).
-LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *SCOPE)
+LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *PATHSPEC)
 # Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
-LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *SCOPE)
+LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *PATHSPEC)
 # The staged changes, for `check --staged`: `:<old mode> <new mode> <old id> <new id> <status>`
 # NUL `<path>` NUL.
-DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--", *SCOPE)
+DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
+               *PATHSPEC)
 GITLINK_MODE = "160000"
 GITLINK = f"\0{GITLINK_MODE}\0"  # a gitlink's mode between the NULs that end its path and it
 REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
+_REGULAR = REGULAR.encode("ascii")
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
-    # A Listing, or the common index as Git listed it (`listed`).
-    Listed = Union[str, Listing]
+    # A Listing, or the common index as Git listed it (`listed`), as text or as git wrote it.
+    Listed = Union[str, Listing, "Written"]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
                     tuple[None, str]]
     Buffer = Union[bytes, mmap.mmap]  # git's output, read or mapped
+    # What EV030 folds of a listing (`survey`): the names of a folder, or the entries
+    # `data[start:end]` of a folder below it at a level, to walk path by path.
+    Fold = tuple[str, Union[list[str], tuple[int, int, int]]]
+    Survey = list[Fold]
 
 _started: dict[str, Started] = {}
 _diffs: dict[str, Started] = {}
@@ -85,22 +95,26 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     started = _started.pop(os.path.realpath(root), None)
     if started is None:
         started = _start(str(root), LS_FILES)
-    clean = _searched(started)
+    capitals = Capitals()
+    clean = _searched(started, capitals)
     data, cause = _finish(started, LS_FILES, mapped=True)
     if data is not None:
-        return listed(_text(data), clean), None
+        if _common(data, clean, capitals):
+            return Written(data, capitals), None
+        return listed(text_of(data), clean), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
 
 
-def _text(data: Buffer) -> str:
+def text_of(data: Buffer) -> str:
+    """Git's output as text."""
     # One decode of the whole listing is os.fsdecode of each path: NUL ends every entry.
     return str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
 
 
 def _decode(data: Buffer) -> list[str]:
-    items = _text(data).split("\0")
+    items = text_of(data).split("\0")
     items.pop()  # every entry ends with NUL
     return items
 
@@ -115,26 +129,51 @@ def listed(entries: str, clean: int = 0) -> Listed:
     return by_format(entries)
 
 
-def _searched(started: Started) -> int:
+def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
     """How many bytes at the start of the output of the listing `started` hold no gitlink
-    entry (none when one is found): searched while git still writes them, where the hook
-    would otherwise wait for git doing nothing (at 100,000 pages the search of the whole
-    output costs ~2 ms after git ends)."""
+    entry and ASCII alone (none when one holds either: not the common listing), and (into
+    `capitals`) their capitals: searched while git still writes them, where the hook would
+    otherwise wait for git doing nothing (at 100,000 pages the search of the whole output costs
+    ~2 ms after git ends, the capitals as much)."""
     process, sink = started
     if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
         return 0
-    needle, clean = GITLINK.encode("ascii"), 0
+    clean = 0
     # Until git ends, or `_finish`'s hang guard (60 s from the first wait) ends it.
     while not process.ended(0.001) and process.left(60) > 0:
-        written = os.fstat(sink.fileno()).st_size
-        while written - clean >= len(needle):
-            start = max(0, clean - len(needle) + 1)
-            part = os.pread(sink.fileno(), min(written, start + _PART) - start, start)
-            if needle in part:
-                return 0
-            if len(part) < len(needle):  # a file cut short under it: search it no further
-                return clean
-            clean = start + len(part)
+        clean = _search(sink.fileno(), clean, os.fstat(sink.fileno()).st_size, capitals)
+        if clean < 0:
+            return 0
+    return clean
+
+
+def _common(data: Buffer, clean: int, capitals: Optional[Capitals] = None) -> bool:
+    """Whether git's output `data`, of which `clean` bytes at the start are known to hold no
+    gitlink entry and ASCII alone, is the common listing (`listed`): all of it (the capitals
+    of the rest into `capitals`)."""
+    clean = _search(data, clean, len(data), capitals)
+    rest = data[max(0, clean - len(GITLINK) + 1):]  # (fewer bytes than a gitlink's mode)
+    return clean >= 0 and rest.isascii() and GITLINK.encode("ascii") not in rest
+
+
+def _search(output: Union[int, Buffer], clean: int, written: int,
+            capitals: Optional[Capitals] = None) -> int:
+    """How many of the `written` bytes at the start of the file `output` (or of the output
+    itself), of which `clean` are known to, hold no gitlink entry and ASCII alone; -1 when they
+    hold either. The capitals of those searched go into `capitals`."""
+    needle = GITLINK.encode("ascii")
+    while written - clean >= len(needle):
+        start = max(0, clean - len(needle) + 1)
+        stop = min(written, start + _PART)
+        part = os.pread(output, stop - start, start) if isinstance(output, int) \
+            else output[start:stop]
+        if needle in part or not part.isascii():
+            return -1
+        if len(part) < len(needle):  # a file cut short under it: search it no further
+            return clean
+        if capitals is not None:
+            capitals.add(clean, part[clean - start:])
+        clean = start + len(part)
     return clean
 
 
@@ -173,6 +212,214 @@ def _by_stage(records: list[str]) -> Listing:
     paths = tuple(map(operator.itemgetter(slice(start, None)), records))
     return paths, frozenset(itertools.compress(
         paths, map(operator.methodcaller("startswith", f"{GITLINK_MODE} "), records)))
+
+
+# --- The survey: what EV030 folds of the common listing, found without the engine -----------
+
+VAULT_PREFIX = f"{SCOPE[0]}/"
+# Levels walked folder by folder (each joins its subtree once); deeper, one linear pass
+# (`rules.collisions`).
+WALKED_LEVELS = 6
+UPPER = bytes(range(ord("A"), ord("Z") + 1))
+# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL NUL.
+_NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
+# Characters of the listing that `_listed_unchanged` checks at a time (below the size that
+# allocators map afresh for each request).
+_CHUNK = 1 << 16
+
+
+class Capitals:
+    """The capitals and NULs of git's output (what `_listed_unchanged` keeps of a folder whose
+    first path has none: the pages), taken part by part as the output is searched
+    (`_search`), so that a folder's are joined, not translated, after git ends."""
+
+    def __init__(self) -> None:
+        self.bounds = [0]  # where each part starts, then where the last ends
+        self.parts: list[bytes] = []
+
+    def add(self, start: int, searched: bytes) -> None:
+        """Keep the capitals of the output's bytes `searched`, from `start`: a part next to the
+        last, or else the first of a new run (a search started over)."""
+        if start != self.bounds[-1]:
+            self.bounds, self.parts = [start], []
+        self.parts.append(searched.translate(None, _NOT_CAPITAL))
+        self.bounds.append(start + len(searched))
+
+    def of(self, data: Buffer, start: int, end: int) -> Optional[bytes]:
+        """The capitals and NULs of `data[start:end]`, from the parts it holds whole and its
+        two ends; None when it holds no part whole, or more than a part at either end."""
+        first = bisect.bisect_left(self.bounds, start)
+        last = bisect.bisect_right(self.bounds, end) - 1
+        if first >= last or self.bounds[first] - start > _PART or end - self.bounds[last] > _PART:
+            return None
+        return b"".join((data[start:self.bounds[first]].translate(None, _NOT_CAPITAL),
+                         *self.parts[first:last],
+                         data[self.bounds[last]:end].translate(None, _NOT_CAPITAL)))
+
+
+class Written:
+    """Git's common listing (`listed`: ASCII, no gitlink) as git wrote it, and its `capitals`.
+    Left undecoded: at 100,000 pages the decode costs more (fresh memory for 6 MB) than the few
+    searches of a one-file hook."""
+
+    __slots__ = ("capitals", "data")
+
+    def __init__(self, data: Buffer, capitals: Optional[Capitals] = None) -> None:
+        self.data, self.capitals = data, capitals
+
+
+def survey(data: Union[str, Buffer], capitals: Optional[Capitals] = None) -> Optional[Survey]:
+    """What EV030 folds to find the collisions of the paths of Git's common listing `data`
+    (`listed`: ASCII, no gitlink; as text, or as git wrote it), in order: the names of each
+    folder walked, and the entries of each folder it cannot decide in C; None when a path is
+    outside the vault or the listing is not sorted (Git sorts its index). Each folder is
+    decided on its part of the listing, without a string per path where it can be
+    (`_listed_walk`), on the bytes git wrote without a decode of them (or on their text)."""
+    zero = _marks(data)[2]
+    top = VAULT_PREFIX if isinstance(data, str) else VAULT_PREFIX.encode("ascii")
+    if data and not (data[:len(top)] == top and at(data, top[:-1] + zero) == len(data)):
+        return None
+    folds: Survey = []
+    return folds if _listed_walk(data, 0, len(data), top, folds, 0, capitals) else None
+
+
+def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
+    """The slash, the NUL and the zero of a listing as `data` holds it, text or bytes."""
+    return ("/", "\0", "0") if isinstance(data, str) else (b"/", b"\0", b"0")
+
+
+def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
+                 level: int, capitals: Optional[Capitals] = None) -> bool:
+    """Add to `folds` what to fold below `folder`, whose entries are `data[position:end]` (each
+    its path and its mode, digits, each ended by NUL; `folder` text or bytes as `data`). A
+    folder below whose first path has no capital is skipped if folding leaves all its paths
+    alone (`_listed_unchanged`); a folder of files alone (the date folders of daily entries:
+    capitals in every name) if lowering (ASCII folds so) keeps its names apart. False when the
+    listing is not sorted."""
+    slash, nul, zero = _marks(data)
+    names = set()
+    while position < end:
+        stop = _ended(data, nul, position)
+        name, slash_found, rest = data[position + len(folder):stop].partition(slash)
+        names.add(name)
+        if not slash_found:
+            position = _ended(data, nul, stop + 1) + 1
+            continue
+        last = at(data, folder + name + zero)  # "0" follows "/"
+        if not position < last <= end:  # not sorted: never loop on it
+            return False
+        below, start = folder + name + slash, position
+        position = last
+        if _listed_unchanged(data, start, last, below, rest, capitals):
+            continue
+        if slash in rest and level + 1 < WALKED_LEVELS:
+            # The first path's folder holds a folder: walked on the listing (as below), without
+            # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
+            if not _listed_walk(data, start, last, below, folds, level + 1, capitals):
+                return False
+            continue
+        entries = data[start:last]
+        depth = below.count(slash)
+        if slash not in rest:
+            # Files alone? A regular file's entry ends with `REGULAR`: as many slashes as
+            # `depth` times the parts says that each part is one path (a part of two or more
+            # holds their slashes) of a file of `below`.
+            parts = entries.lower().split(REGULAR if isinstance(data, str) else _REGULAR)
+            flat = not parts.pop() and entries.count(slash) == len(parts) * depth
+            if flat and len(set(parts)) == len(parts):
+                continue
+        if level + 1 < WALKED_LEVELS and (
+                slash in rest or entries.count(slash) != entries.count(nul) // 2 * depth):
+            # A folder below (the first path's, or one whose path has more slashes).
+            if not _listed_walk(data, start, last, below, folds, level + 1, capitals):
+                return False
+            continue
+        folds.append((_str(below), (start, last, level + 1)))
+    if len(names) > 1:  # (one name collides with none)
+        folds.append((_str(folder), [_str(name) for name in names]))
+    return True
+
+
+def _str(name: Union[str, bytes]) -> str:
+    return name if isinstance(name, str) else name.decode("ascii")
+
+
+def _listed_unchanged(data: Union[str, Buffer], start: int, end: int,
+                      folder: Union[str, bytes], first: Union[str, bytes] = b"",
+                      capitals: Optional[Capitals] = None) -> bool:
+    """Whether folding keeps apart every two paths of the listing entries `data[start:end]`,
+    all below `folder`, as lowering does: ASCII entries that keep below `folder`, of their
+    capitals and the lower-case twins of those of `first` (the first path's part below it),
+    what `first` keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T`
+    and `Z`, and no `t` or `z`). Two such paths that lowering makes one have their capitals and
+    those twins at the same places, where they are then one and the same: lowering is
+    one-to-one below `folder`. With no capital in `first`: folding leaves every path as it is
+    (the twins of none kept). In C, a few entries at a time: a slice as large as a folder of
+    100,000 pages would take fresh memory, a page fault for each 4 KB, where these small ones
+    reuse what the last one freed. `capitals` (of the common listing `data`, as git wrote it):
+    with no capital in `first`, what each entry keeps is joined from them."""
+    below = _bytes(first)  # (the common listing is ASCII)
+    twins = below.translate(None, _NOT_CAPITAL).lower()  # of its capitals: each entry keeps them
+    keep = _NOT_CAPITAL.translate(None, twins)
+    unit = (_bytes(folder) + below).translate(None, keep) + b"\0\0"
+    kept = None if twins or capitals is None or isinstance(data, str) else \
+        capitals.of(data, start, end)
+    if kept is not None:
+        return not len(kept) % len(unit) and kept == unit * (len(kept) // len(unit))
+    while start < end:
+        stop = end if end - start <= _CHUNK else _entry_end(data, start + _CHUNK)
+        entries = data[start:stop]
+        if not entries.isascii():
+            return False
+        kept = _bytes(entries).translate(None, keep)
+        count, extra = divmod(len(kept), len(unit))
+        if extra or kept != unit * count:
+            return False
+        start = stop
+    return True
+
+
+def _bytes(part: Union[str, bytes]) -> bytes:
+    return part.encode("ascii") if isinstance(part, str) else part
+
+
+def _entry_end(data: Union[str, Buffer], position: int) -> int:
+    """Where the listing entry (`<path>NUL<mode>NUL`) holding `position` ends: after its mode,
+    which a NUL and a digit start (no path starts with a digit: see `SCOPE`)."""
+    nul = _marks(data)[1]
+    stop = _ended(data, nul, position) + 1
+    return _ended(data, nul, stop) + 1 if data[stop:stop + 1].isdigit() else stop
+
+
+def at(text: Union[str, Buffer], key: Union[str, bytes]) -> int:
+    """Where in the listing `text` the first entry whose path is `key` or sorts after it starts
+    (the length of `text` if none): a binary search over the offsets, each step aligned on the
+    start of the entry it falls in. `text` and `key` are both text, or both bytes (`text` may
+    be mapped: then only the pages the search reads are read)."""
+    listing: Any = text
+    nul, digits = ("\0", "0123456789") if isinstance(text, str) else (b"\0", b"0123456789")
+    low, high = 0, len(listing)  # each the start of an entry, or the end
+    while low < high:
+        middle = (low + high) // 2
+        start = listing.rfind(nul, low, middle) + 1
+        if start == 0:
+            start = low  # `middle` is in the path of the entry at `low`
+        elif listing[start:start + 1] in digits:  # a mode (no path starts with a digit: SCOPE)
+            start = listing.rfind(nul, low, start - 1) + 1 or low
+        end = _ended(listing, nul, start)
+        if listing[start:end] < key:
+            low = _ended(listing, nul, end + 1) + 1
+        else:
+            high = start
+    return low
+
+
+def _ended(listing: Any, nul: Any, start: int) -> int:
+    """Where the NUL that ends the field at `start` is (a mapping has no `index`)."""
+    end: int = listing.find(nul, start)
+    if end < 0:
+        raise ValueError("a listing entry not ended by NUL")
+    return end
 
 
 def discard() -> None:

@@ -60,12 +60,12 @@ def agree_in_chunks(paths: list[str], more: list[str], chunk: int, ascii_only: b
     `more`, Git's listing taken `chunk` bytes at a time, are those of folding every path."""
     chosen = [path for path in paths if path.isascii() or not ascii_only]
     files = frozenset(VAULT + path for path in (*chosen, *more, "pages/!first.md"))
-    saved = rule._CHUNK
-    rule._CHUNK = chunk  # chunk boundaries anywhere in an entry, its path or its mode
+    saved = gitindex._CHUNK
+    gitindex._CHUNK = chunk  # chunk boundaries anywhere in an entry, its path or its mode
     try:
         assert hook_groups(files) == plain(files)
     finally:
-        rule._CHUNK = saved
+        gitindex._CHUNK = saved
 
 
 def test_a_folder_of_100000_pages_is_checked_without_a_copy_of_it() -> None:

@@ -57,8 +57,8 @@ def test_git_runs_in_the_folder_asked_with_its_messages_and_status(
     repo = vault_repo(tmp_path / "repo")
     monkeypatch.chdir(tmp_path)
     listed, cause = gitindex.output(repo)
-    assert cause is None and isinstance(listed, str)
-    assert "EchoesVault/pages/home.md\x00100644\x00" in listed
+    assert cause is None and isinstance(listed, gitindex.Written)  # as git wrote it
+    assert b"EchoesVault/pages/home.md\x00100644\x00" in bytes(listed.data)
     fake_git(tmp_path, monkeypatch, "printf 'half' ; echo 'fatal: index file corrupt' >&2; exit 128")
     started = gitindex._start(str(repo), gitindex.LS_FILES)
     assert gitindex._finish(started, gitindex.LS_FILES) == (None, "fatal: index file corrupt")
@@ -128,7 +128,7 @@ def test_the_output_is_searched_for_gitlinks_while_git_writes_it(
     assert cause is None and data is not None
     if not gitlink:  # all it had written before the pause, at least
         assert clean >= (tmp_path / "first").stat().st_size
-    text = gitindex._text(data)
+    text = gitindex.text_of(data)
     assert gitindex.listed(text, clean) == gitindex.listed(text)
     assert isinstance(gitindex.listed(text, clean), tuple) is gitlink
 

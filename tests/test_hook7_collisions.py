@@ -51,18 +51,18 @@ def test_lowering_one_to_one_is_decided_on_the_first_entrys_capitals() -> None:
     same = [folder + day.format(number) for number in range(3)]
     text = _entries(same)
     first = same[0][len(folder):]
-    assert rule._listed_unchanged(text, 0, len(text), folder, first)
+    assert gitindex._listed_unchanged(text, 0, len(text), folder, first)
     for other in ("2026-01-01/20260101T120000000000Z-session-codet-00000009.md",  # a twin `t`
                   "2026-01-01/20260101T120000000000ZA-session-codex-00000009.md",  # one more
                   "2026-01-01/20260101t120000000000Z-session-codex-00000009.md"):  # one fewer
         text = _entries([*same, folder + other])
-        assert not rule._listed_unchanged(text, 0, len(text), folder, first), other
+        assert not gitindex._listed_unchanged(text, 0, len(text), folder, first), other
     # A twin in the first entry is kept: the others must hold it at the same place.
     twin = [folder + "2026-01-01/20260101T1Z-at.md", folder + "2026-01-01/20260101T2Z-at.md"]
     text = _entries(twin)
-    assert rule._listed_unchanged(text, 0, len(text), folder, twin[0][len(folder):])
+    assert gitindex._listed_unchanged(text, 0, len(text), folder, twin[0][len(folder):])
     text = _entries([*twin, folder + "2026-01-01/20260101T3Z-aa.md"])
-    assert not rule._listed_unchanged(text, 0, len(text), folder, twin[0][len(folder):])
+    assert not gitindex._listed_unchanged(text, 0, len(text), folder, twin[0][len(folder):])
 
 
 def test_the_date_folders_of_a_common_daily_folder_are_not_walked(

@@ -86,6 +86,6 @@ def test_an_index_with_a_gitlink_or_a_path_not_ascii_is_a_set() -> None:
 
 
 def test_no_listed_path_starts_with_a_digit() -> None:
-    """`GitIndex.at` tells a path from a mode (digits) by its first character: every path Git
+    """`gitindex.at` tells a path from a mode (digits) by its first character: every path Git
     lists starts with an entry of SCOPE, and none of them with a digit."""
     assert not any(entry[:1].isdigit() for entry in gitindex.SCOPE)

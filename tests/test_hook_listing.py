@@ -57,7 +57,12 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
 def test_the_listing_covers_the_vault_and_the_local_only_paths_of_the_engine() -> None:
     """The hook starts git before it loads the engine, so it spells the engine's paths out."""
     assert (engine.VAULT_DIR, *engine.LOCAL_ONLY_PATHS) == gitindex.SCOPE
-    assert gitindex.LS_FILES[-len(gitindex.SCOPE) - 1:] == ("--", *gitindex.SCOPE)
+    for args in (gitindex.LS_FILES, gitindex.LS_STAGE, gitindex.DIFF_STAGED):
+        assert args[-len(gitindex.PATHSPEC) - 1:] == ("--", *gitindex.PATHSPEC)
+    # Each path of the scope is in the pathspec, or below a folder of it (the vault's index).
+    assert all(path in gitindex.PATHSPEC or path.startswith(f"{engine.VAULT_DIR}/")
+               for path in gitindex.SCOPE)
+    assert engine.VAULT_DIR in gitindex.PATHSPEC
 
 
 def staged_collision(repo: Path) -> None:
@@ -191,7 +196,8 @@ def test_the_listing_is_mapped_not_copied_and_an_empty_one_is_read(tmp_path: Pat
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "-q")
-    assert gitindex.output(empty) == ("", None)  # the common index, with no entry
+    listed, cause = gitindex.output(empty)  # the common index, with no entry, as git wrote it
+    assert cause is None and isinstance(listed, gitindex.Written) and listed.data == b""
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -44,10 +44,6 @@ def collisions(files: frozenset[str], order: Sequence[str] = (),
     return groups
 
 
-# Levels walked folder by folder (each joins its subtree once); deeper, one linear pass.
-_WALKED_LEVELS = 6
-
-
 def _walk(paths: list[str], start: int, end: int, folder: str, files: AbstractSet[str],
           groups: list[list[str]], level: int) -> None:
     """Add to `groups` the collisions below `folder`, whose paths are `paths[start:end]`, one
@@ -76,7 +72,7 @@ def _below(paths: list[str], start: int, end: int, folder: str, files: AbstractS
     if _unchanged(joined, count, folder):
         return
     if joined.count("/") != count * folder.count("/"):  # a folder below
-        if level < _WALKED_LEVELS:
+        if level < gitindex.WALKED_LEVELS:
             _walk(paths, start, end, folder, files, groups, level)
         else:
             _grouped(paths, start, end, folder, groups)
@@ -143,9 +139,6 @@ def _sorted(files: frozenset[str], order: Sequence[str], within: bool) -> list[s
     return inside
 
 
-_UPPER = bytes(range(ord("A"), ord("Z") + 1))
-
-
 def _unchanged(text: str, count: int, folder: str) -> bool:
     """Whether folding leaves every one of `count` paths below `folder` (their common start),
     joined in `text`, as it is: ASCII with no capital but those of `folder` itself. Counted in
@@ -153,118 +146,29 @@ def _unchanged(text: str, count: int, folder: str) -> bool:
     if not text.isascii():
         return False
     data = text.encode("ascii")
-    capitals = len(data) - len(data.translate(None, _UPPER))
-    return capitals == count * (len(folder) - len(folder.encode().translate(None, _UPPER)))
-
-
-# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL NUL.
-_NOT_CAPITAL = bytes(code for code in range(256) if code and code not in _UPPER)
-
-
-def _listed_unchanged(text: str, start: int, end: int, folder: str, first: str = "") -> bool:
-    """Whether folding keeps apart every two paths of the listing entries `text[start:end]`, all
-    below `folder`, as lowering does: ASCII entries that keep below `folder`, of their capitals
-    and the lower-case twins of those of `first` (the first path's part below it), what `first`
-    keeps (the folder of a day's entries, `<stamp>-<slug>.md`: each stamp's `T` and `Z`, and no
-    `t` or `z`). Two such paths that lowering makes one have their capitals and those twins at
-    the same places, where they are then one and the same: lowering is one-to-one below
-    `folder`. With no capital in `first`: folding leaves every path as it is (the twins of none
-    kept). In C, a few entries at a time: a slice as large as a folder of 100,000 pages would
-    take fresh memory, a page fault for each 4 KB, where these small ones reuse what the last
-    one freed."""
-    keep, below = _NOT_CAPITAL, first.encode("ascii")  # (the common listing is ASCII)
-    twins = below.translate(None, keep).lower()  # of its capitals: each entry keeps them too
-    keep = keep.translate(None, twins)
-    unit = f"{folder}{first}".encode("ascii").translate(None, keep) + b"\0\0"
-    while start < end:
-        stop = end if end - start <= _CHUNK else _entry_end(text, start + _CHUNK)
-        entries = text[start:stop]
-        if not entries.isascii():
-            return False
-        kept = entries.encode("ascii").translate(None, keep)
-        count, extra = divmod(len(kept), len(unit))
-        if extra or kept != unit * count:
-            return False
-        start = stop
-    return True
-
-
-# Characters of the listing that `_listed_unchanged` checks at a time (below the size that
-# allocators map afresh for each request).
-_CHUNK = 1 << 16
-
-
-def _entry_end(text: str, position: int) -> int:
-    """Where the listing entry (`<path>NUL<mode>NUL`) holding `position` ends: after its mode,
-    which a NUL and a digit start (no path starts with a digit: see `gitindex.SCOPE`)."""
-    stop = text.index("\0", position) + 1
-    return text.index("\0", stop) + 1 if text[stop:stop + 1].isdigit() else stop
+    upper = gitindex.UPPER
+    capitals = len(data) - len(data.translate(None, upper))
+    return capitals == count * (len(folder) - len(folder.encode().translate(None, upper)))
 
 
 def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
     """`collisions` of the paths of Git's common listing (`index.text`), when they are all in
-    the vault (else None): each folder is decided on its slice of the listing, in C, without a
-    string per path where it can be (`_listed_walk`); the others are split off the listing and
-    walked as `collisions` walks them."""
-    text = index.text
-    if text is None or (text and not (text.startswith(VAULT_PREFIX)
-                                      and index.at(f"{VAULT_PREFIX[:-1]}0") == len(text))):
+    the vault (else None): the names and folders that its survey (`GitIndex.survey`: folders
+    decided on their slices of the listing, in C) leaves to fold, folded as `collisions` folds
+    them."""
+    folds = index.survey()
+    if folds is None:
         return None
     groups: list[list[str]] = []
-    if not _listed_walk(index, text, 0, len(text), VAULT_PREFIX, groups, 0):
-        return None
+    for folder, fold in folds:
+        if isinstance(fold, list):
+            groups.extend([folder + name for name in group]
+                          for group in engine.name_collisions(fold))
+        else:
+            start, end, level = fold
+            paths = index.part(start, end).split("\0")[:-1:2]
+            _below(paths, 0, len(paths), folder, index, groups, level)
     return groups
-
-
-def _listed_walk(index: GitIndex, text: str, position: int, end: int, folder: str,
-                 groups: list[list[str]], level: int) -> bool:
-    """Add to `groups` the collisions below `folder`, whose entries are `text[position:end]`
-    (each its path and its mode, digits, each ended by NUL). A folder below whose first path
-    has no capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a
-    folder of ASCII files alone (the date folders of daily entries: capitals in every name) if
-    lowering keeps its names apart. False when the listing is not sorted (Git sorts its index)."""
-    names: set[str] = set()
-    while position < end:
-        stop = text.index("\0", position)
-        name, slash, rest = text[position + len(folder):stop].partition("/")
-        names.add(name)
-        if not slash:
-            position = text.index("\0", stop + 1) + 1
-            continue
-        last = index.at(f"{folder}{name}0")  # "0" follows "/"
-        if not position < last <= end:  # not sorted: never loop on it
-            return False
-        below, start = f"{folder}{name}/", position
-        position = last
-        if _listed_unchanged(text, start, last, below, rest):
-            continue
-        if "/" in rest and level + 1 < _WALKED_LEVELS and text.isascii():
-            # The first path's folder holds a folder: walked on the listing (as below), without
-            # a copy of its entries (the daily folder: 2 MB at 100,000 pages).
-            if not _listed_walk(index, text, start, last, below, groups, level + 1):
-                return False
-            continue
-        entries = text[start:last]
-        depth = below.count("/")
-        if entries.isascii() and "/" not in rest:
-            # Files alone, ASCII (folded by `lower`)? A regular file's entry ends with `REGULAR`:
-            # as many slashes as `depth` times the parts says that each part is one path (a
-            # part of two or more holds their slashes) of a file of `below`.
-            parts = entries.lower().split(gitindex.REGULAR)
-            flat = not parts.pop() and entries.count("/") == len(parts) * depth
-            if flat and len(set(parts)) == len(parts):
-                continue
-        if entries.isascii() and level + 1 < _WALKED_LEVELS and (
-                "/" in rest or entries.count("/") != entries.count("\0") // 2 * depth):
-            # A folder below (the first path's, or one whose path has more slashes).
-            if not _listed_walk(index, text, last - len(entries), last, below, groups,
-                                level + 1):
-                return False
-            continue
-        paths = entries.split("\0")[:-1:2]
-        _below(paths, 0, len(paths), below, index, groups, level + 1)
-    groups.extend([folder + name for name in group] for group in engine.name_collisions(names))
-    return True
 
 
 def check(ctx: Context) -> Iterator[Finding]:

@@ -51,19 +51,46 @@ def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielde
 class GitIndex(AbstractSet[str]):
     """The paths of a listing of Git's index (`gitindex.output`), as a set. Of the common index
     (`gitindex.listed`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
-    search of that text, and no path becomes a string of its own unless a rule goes through
-    them all: the one-file hook at 100,000 pages makes none."""
+    search of that output (undecoded, as bytes, until a rule needs its text), and no path
+    becomes a string of its own unless a rule goes through them all: the one-file hook at
+    100,000 pages makes none, and decodes nothing."""
 
     def __init__(self, listed: gitindex.Listed) -> None:
-        self.text: Optional[str] = None
-        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        self._text: Optional[str] = None
+        self._data: Optional[gitindex.Buffer] = None  # the common index, undecoded
+        self._capitals: Optional[gitindex.Capitals] = None  # its capitals
+        self._survey: Optional[tuple[Optional[gitindex.Survey]]] = None
         self._paths: Optional[tuple[str, ...]] = None
         self.gitlinks: frozenset[str] = frozenset()
         if isinstance(listed, str):
-            self.text = listed
-        else:
+            self._text = listed
+        elif isinstance(listed, tuple):
             self._paths, self.gitlinks = listed
+        else:
+            self._data, self._capitals = listed.data, listed.capitals
         self._set: Optional[frozenset[str]] = None
+
+    @property
+    def text(self) -> Optional[str]:
+        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        if self._text is None and self._data is not None:
+            self._text = gitindex.text_of(self._data)
+        return self._text
+
+    def part(self, start: int, end: int) -> str:
+        """`text[start:end]`, of the common index, without a decode of the rest."""
+        if self._text is None and self._data is not None:
+            return gitindex.text_of(self._data[start:end])
+        return (self._text or "")[start:end]
+
+    def survey(self) -> Optional[gitindex.Survey]:
+        """`gitindex.survey` of the common index (of its bytes while they are not decoded)."""
+        if self._survey is None:
+            if self._data is not None:
+                self._survey = (gitindex.survey(self._data, self._capitals),)
+            else:
+                self._survey = (None if self._text is None else gitindex.survey(self._text),)
+        return self._survey[0]
 
     @property
     def listed(self) -> tuple[str, ...]:
@@ -78,9 +105,19 @@ class GitIndex(AbstractSet[str]):
         return self._set
 
     def __contains__(self, item: object) -> bool:
-        if self.text is None or not isinstance(item, str) or "\0" in item:
+        if not isinstance(item, str) or "\0" in item or (self._text is None
+                                                          and self._data is None):
             return item in self.frozen()
-        return self.text.startswith(f"{item}\0", self.at(item))
+        if self._text is None and self._data is not None:
+            # Searched undecoded, as bytes: the listing is ASCII, so a path beyond is not in it.
+            data = self._data
+            if not item.isascii():
+                return False
+            key = f"{item}\0".encode("ascii")
+            start = gitindex.at(data, key[:-1])
+            return data[start:start + len(key)] == key
+        text = self.text or ""
+        return text.startswith(f"{item}\0", gitindex.at(text, item))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.frozen())
@@ -89,27 +126,7 @@ class GitIndex(AbstractSet[str]):
         return len(self.frozen())
 
     def ascii(self) -> bool:
-        return self.text is not None or "".join(self.listed).isascii()
-
-    def at(self, key: str) -> int:
-        """Where in `text` the first entry whose path is `key` or sorts after it starts (the
-        length of `text` if none): a binary search over the offsets, each step aligned on the
-        start of the entry it falls in."""
-        text = self.text or ""
-        low, high = 0, len(text)  # each the start of an entry, or the end
-        while low < high:
-            middle = (low + high) // 2
-            start = text.rfind("\0", low, middle) + 1
-            if start == 0:
-                start = low  # `middle` is in the path of the entry at `low`
-            elif "0" <= text[start] <= "9":  # a mode (no path starts with a digit: see SCOPE)
-                start = text.rfind("\0", low, start - 1) + 1 or low
-            end = text.index("\0", start)
-            if text[start:end] < key:
-                low = text.index("\0", end + 1) + 1
-            else:
-                high = start
-        return low
+        return self._data is not None or self._text is not None or "".join(self.listed).isascii()
 
 
 class Context(_Record):
