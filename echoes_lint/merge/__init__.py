@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
 
 from echoes_lint import engine
 from echoes_lint.config import ConfigError, load_config
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Optional
 
 DRIVER_NAME = "echoes-vault"
 ATTRIBUTES_PATTERN = "EchoesVault/pages/*.md"

@@ -28,10 +28,13 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
 
 from echoes_lint import engine
 from echoes_lint.merge import ATTRIBUTES_LINE, DRIVER_NAME, SubfolderVault, refuse_subfolder_vault
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import List, Optional, Sequence, Tuple
 
 SECTION = f"merge.{DRIVER_NAME}"
 NAME_KEY = f"{SECTION}.name"

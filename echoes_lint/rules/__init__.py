@@ -24,7 +24,11 @@ from echoes_lint.rules import (
     symlinks,
     tracked,
 )
-from echoes_lint.rules.context import MAX_PER_FILE, Context, More, Yielded
+from echoes_lint.rules.context import MAX_PER_FILE, Context, More
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from echoes_lint.rules.context import Yielded
 
 Family = tuple[frozenset[str], Callable[[Context], Iterable[Finding]]]
 

@@ -19,11 +19,14 @@ import bisect
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Optional
 
 from echoes_lint import engine, gitindex
 from echoes_lint.findings import Finding
 from echoes_lint.rules.context import VAULT_PREFIX, Context, GitIndex
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Optional
 
 CODES = frozenset({"EV030"})
 

@@ -11,11 +11,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from echoes_lint import engine
 from echoes_lint.findings import SAFE, Edit, Finding, replace
 from echoes_lint.rules import edits
-from echoes_lint.rules.context import Context, Yielded, limited
+from echoes_lint.rules.context import Context, limited
 
 TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
 if TYPE_CHECKING:
     from typing import Callable, Optional
+
+    from echoes_lint.rules.context import Yielded
 
 CODES = frozenset({"EV001", "EV002"})
 

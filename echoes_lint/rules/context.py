@@ -10,11 +10,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Callable, Optional, TypeVar, Union
 
 from echoes_lint import engine, gitindex
 from echoes_lint.engine import _Record
 from echoes_lint.findings import RULES, Finding, Record, Severity
+
+TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
+if TYPE_CHECKING:
+    from typing import Callable, Optional, TypeVar, Union
+
+    T = TypeVar("T")
 
 VAULT_PREFIX = f"{engine.VAULT_DIR}/"
 INDEX_PATH = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
@@ -24,7 +29,6 @@ OUTSIDE_VAULT = frozenset(path for path in (engine.VAULT_DIR, *engine.LOCAL_ONLY
 # Findings of one code in one file beyond this many are summed up in one last finding: a page of
 # 900,000 `=======` lines must not print (or hold) 900,000 findings.
 MAX_PER_FILE = 100
-T = TypeVar("T")
 
 
 class More(Record):
@@ -37,7 +41,8 @@ class More(Record):
         self.first, self.count = first, count
 
 
-Yielded = Union[Finding, More]
+if TYPE_CHECKING:
+    Yielded = Union[Finding, More]
 
 
 def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielded]:

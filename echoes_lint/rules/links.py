@@ -16,11 +16,13 @@ from collections.abc import Set as AbstractSet
 from echoes_lint import engine
 from echoes_lint.engine import _regex
 from echoes_lint.findings import Finding
-from echoes_lint.rules.context import VAULT_PREFIX, Context, Yielded, limited
+from echoes_lint.rules.context import VAULT_PREFIX, Context, limited
 
 TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
 if TYPE_CHECKING:
     from typing import Optional
+
+    from echoes_lint.rules.context import Yielded
 
 CODES = frozenset({"EV050"})
 PAGES_PREFIX = f"{VAULT_PREFIX}pages/"
