@@ -2760,7 +2760,9 @@ class FileCache:
         did not report exists and is as its entry (a file removed, or replaced by a folder,
         is reported); every other file of the folder (under `check`, or reported) is stat'ed
         and matches its line; so every entry's file is there, and a listing of as many
-        names as there are entries holds nothing else (a file added is one name more)."""
+        names as there are entries holds nothing else (a file added is one name more).
+        pages/ is not even listed while its own stat says its names are unchanged
+        (`_unlisted`)."""
         assert self.git is not None
         known = self.git["dirs"].get(relative_dir)
         if known is None or (type(wanted) is list
