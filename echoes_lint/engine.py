@@ -1101,12 +1101,12 @@ def render_index(pages: Iterable[Tuple[str, PageMeta]]) -> str:
 
 
 def _render_index(names: List[str], metas: List[PageMeta],
-                  stemmed: Optional[Tuple[List[str], Optional[List[str]]]] = None) -> str:
+                  stemmed: Optional[List[Tuple[List[str], Optional[List[str]]]]] = None) -> str:
     """`render_index` of the pages `names` with their `metas` (no pair a page: `build_index`
-    has both lists, and a writer renders at its memory's peak); `stemmed`: their `_page_stems`
-    if the caller has them (handed over: they go before the text is joined)."""
-    stems, folded = stemmed or _page_stems(names)
-    del stemmed
+    has both lists, and a writer renders at its memory's peak); `stemmed`: a list holding their
+    `_page_stems` if the caller has them, popped here so that they go before the text is joined
+    (Python before 3.11 holds a call's arguments until it returns)."""
+    stems, folded = stemmed.pop() if stemmed else _page_stems(names)
     # Names already in order (a scan's pages are) stay as they are, and their lowered names go
     # before the rows are made (at 100,000 pages each list is 6 MB).
     ordered = folded is not None and all(low < high for low, high in zip(folded, folded[1:]))
@@ -1186,7 +1186,7 @@ def build_index(pages: Sequence[Tuple[str, Optional[PageMeta], Sequence[Problem]
     if errors:
         raise VaultError("Cannot build the index: " + "; ".join(errors))
     return _render_index(names, [meta for _name, meta, _problems in pages if meta is not None],
-                         stemmed.pop())
+                         stemmed)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,30 @@ def test_the_index_takes_the_page_stems_once(monkeypatch: pytest.MonkeyPatch) ->
     assert engine.build_index(pages) == engine.render_index(
         [(name, meta) for name, meta, _problems in pages])
     assert calls[0] == 3 and len(calls) == 2  # once here, once for `render_index` itself
+
+
+def test_the_handed_stems_go_before_the_index_is_joined() -> None:
+    """`build_index`'s stems (and lowered names) are freed before the text is joined, as they
+    are when `_render_index` makes them itself: Python before 3.11 holds a call's arguments until
+    it returns, so a tuple handed over stayed alive (+65% peak at 100,000 pages on 3.9/3.10)."""
+    meta = engine.parse_frontmatter("---\ntype: note\nstack: [python]\nstatus: active\n"
+                                    "summary: " + "S" * 60 + ".\n---\n")
+    pages = [(f"page-number-{number:06d}-with-a-longish-slug.md", meta, meta.problems)
+             for number in range(20000)]
+    pairs = [(name, meta) for name, meta, _problems in pages]
+
+    def peak(render: Any) -> int:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            render()
+            return tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+
+    alone = peak(lambda: engine.render_index(pairs))
+    assert peak(lambda: engine.build_index(pages)) < alone * 1.25
 
 
 def _report(view: engine.Scan) -> str:
