@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import binascii
 import bisect
+import collections
 import contextlib
 import errno
 import functools
@@ -37,28 +38,35 @@ import sys
 import threading
 import time
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
-from typing import (
-    IO,
-    TYPE_CHECKING,
-    Any,
-    AnyStr,
-    Callable,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    NamedTuple,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    TypeVar,
-    cast,
-)
 
+# Not `typing.TYPE_CHECKING` (mypy knows the name): importing `typing` cost every command ~2 ms,
+# and the runtime needs none of it; annotations are never evaluated (`annotations` above).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as _dt  # imported where a clock is read: a gate's check reads none (~1 ms)
+    from typing import (
+        IO,
+        Any,
+        AnyStr,
+        Callable,
+        Dict,
+        Iterable,
+        Iterator,
+        List,
+        NamedTuple,
+        Optional,
+        Set,
+        Tuple,
+        TypeVar,
+        cast,
+    )
+else:
+    def cast(_type: object, value: object) -> object:
+        """`typing.cast`: the value as it is."""
+        return value
+
 
 # ---------------------------------------------------------------------------------------------
 # Constants (spec sections 5, 6, 10)
@@ -591,15 +599,19 @@ def _delimiter_hint(text: str, start: int) -> str:
             "which engines do not accept: delete them")
 
 
-class Field(NamedTuple):
-    """One top-level frontmatter key: its line, the column of its value and the inline value.
+if TYPE_CHECKING:
+    class Field(NamedTuple):
+        """One top-level frontmatter key: its line, the column of its value and the inline value.
 
-    A NamedTuple, not a frozen dataclass: it is built for every key of every page in a scan."""
+        A NamedTuple, not a frozen dataclass: it is built for every key of every page in a scan."""
 
-    key: str
-    line: int
-    value_col: int
-    raw: str
+        key: str
+        line: int
+        value_col: int
+        raw: str
+else:
+    # The class `typing.NamedTuple` makes of the declaration above (mypy's), without `typing`.
+    Field = collections.namedtuple("Field", ("key", "line", "value_col", "raw"))
 
 
 class PageMeta(_Record):
@@ -1290,7 +1302,8 @@ def marker_problem(value: object) -> Optional[str]:
     return None
 
 
-Version = Tuple[int, int, int]
+if TYPE_CHECKING:
+    Version = Tuple[int, int, int]
 
 
 def parse_version(value: str) -> Optional[Version]:
@@ -1501,7 +1514,8 @@ class GitFacts(_Record):
 _GIT_SCOPE = (VAULT_DIR, RUNTIME_DIR, ".opencode", ".codex", ".claude", *ROOT_GUIDES)
 
 
-GitStarted = Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]  # what `git_start` gives
+if TYPE_CHECKING:
+    GitStarted = Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]  # what `git_start` gives
 
 
 def git_listings(tracked_scope: Sequence[str] = _GIT_SCOPE) -> Tuple[List[str], ...]:
@@ -3794,7 +3808,10 @@ _ROWS_AT = INDEX_HEADER.count("\n") + 1
 _MAX_SPLICES = 8
 
 
-_Item = TypeVar("_Item")
+if TYPE_CHECKING:
+    _Item = TypeVar("_Item")
+else:
+    _Item = object  # a type parameter for mypy alone
 
 
 class _IndexRows(Sequence[_Item]):
@@ -3926,7 +3943,7 @@ def _colliding(names: Sequence[str], filename: str) -> Optional[str]:
     return None
 
 
-class IndexTable(_IndexRows[Tuple[str, Optional[PageMeta], Sequence[Problem]]]):
+class IndexTable(_IndexRows["Tuple[str, Optional[PageMeta], Sequence[Problem]]"]):
     """`prospective_pages` of a `PageTable`: names and index rows in index order and the
     deprecated stems, from which `plan_index` and `page_stats` take what they need; anything
     else gets the entries a full computation makes. Its rows are never changed."""
@@ -4927,7 +4944,8 @@ def apply_guide_block(existing: Optional[str], relative: str) -> str:
 # Writing: pages, daily entries and state, prepared in memory (spec sections 7, 9, 10, 12, 15)
 # ---------------------------------------------------------------------------------------------
 
-PageEntry = Tuple[str, Optional[PageMeta], Sequence[Problem]]
+if TYPE_CHECKING:
+    PageEntry = Tuple[str, Optional[PageMeta], Sequence[Problem]]
 END_CONFIRMATION_ERROR = ("`end` saves final session memory only after an explicit user request: "
                           "pass --confirm-explicit-user-end. Nothing was written.")
 
@@ -6854,7 +6872,7 @@ class _Parser(argparse.ArgumentParser):
     def _get_formatter(self) -> argparse.HelpFormatter:
         if self._measure:
             return super()._get_formatter()
-        formatter: argparse.HelpFormatter = cast(Any, self.formatter_class)(prog=self.prog,
+        formatter: argparse.HelpFormatter = cast("Any", self.formatter_class)(prog=self.prog,
                                                                             width=80)
         return formatter
 
@@ -6992,7 +7010,7 @@ def build_parser(prog: str = RUNTIME_FILE) -> argparse.ArgumentParser:
     parser.add_argument("--agent", default=None, help="calling agent, for provenance")
     parser.add_argument("--adapter-version", default=None, help="calling adapter's version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                     parser_class=cast(Any, _LazyParser))
+                                     parser_class=cast("Any", _LazyParser))
     commands.required = True
 
     def add(name: str, epilog: Optional[str] = None) -> _LazyParser:
@@ -7147,7 +7165,7 @@ class _BytesOverText:
 
 def _bytes_stream(stream: IO[str]) -> IO[bytes]:
     binary = getattr(stream, "buffer", None)
-    return binary if binary is not None else cast(IO[bytes], _BytesOverText(stream))
+    return binary if binary is not None else cast("IO[bytes]", _BytesOverText(stream))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
