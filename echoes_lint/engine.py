@@ -1487,6 +1487,9 @@ DURABLE_PROTOCOL_FILES = (
     f"{RUNTIME_DIR}/.gitignore", RUNTIME_PATH, *ROOT_GUIDES, *SKILL_PATHS,
     *OPENCODE_COMMAND_PATHS, *LEGACY_OPENCODE_SKILL_PATHS,
 )
+_DURABLE_PROTOCOL = frozenset(DURABLE_PROTOCOL_FILES)
+# The folders whose every file is durable (`is_durable_path`).
+_DURABLE_FOLDERS = tuple(f"{VAULT_DIR}/{name}/" for name in DURABLE_DIRS)
 
 
 def is_durable_path(path: str) -> bool:
@@ -1560,9 +1563,10 @@ def start_git_ignored(workspace: Path,
 
 
 def git_ignored(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]],
-                paths: Sequence[str]) -> Tuple[List[str], Optional[str]]:
+                paths: Sequence[str], held: bytes = b"") -> Tuple[List[str], Optional[str]]:
     """(which of `paths` an ignore rule matches, tracked or not, None) or ([], why git failed),
-    asked of the `start_git_ignored` `started`, which this collects in any case.
+    asked of the `start_git_ignored` `started`, which this collects in any case. `held`: paths
+    already encoded (`IgnoreFeed`), sent first.
     `check-ignore --no-index` sees rules over committed files too: such a file drops out of the
     next clone's fresh `git add`."""
     process, cause = started
@@ -1572,7 +1576,7 @@ def git_ignored(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]
         try:
             # One encoding of the whole list (as many calls would cost at 100,000 paths).
             stdout, stderr = _communicate(
-                process, os.fsencode("\0".join(paths) + "\0") if paths else b"")
+                process, held + os.fsencode("\0".join(paths) + "\0") if paths else held)
         except (OSError, subprocess.SubprocessError) as exc:
             process.kill()
             process.wait()
@@ -1581,6 +1585,53 @@ def git_ignored(started: Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]
         return split_nul(stdout), None
     message = stderr.decode("utf-8", "backslashreplace").strip()
     return [], message[:2000] or f"git check-ignore exited {process.returncode}"
+
+
+class IgnoreFeed:
+    """The durable files handed to `start_git_ignored`'s git a folder at a time as the walk
+    finds them (`_walk_vault`), so that Git matches them beside the walk, not after it (~2 ms
+    at 5,000 files). A write never blocks: what the pipe does not take now (Git still busy, or
+    its answers not read yet) is held, tried again with the next folder, and sent by
+    `git_ignored` at the end."""
+
+    def __init__(self) -> None:
+        self.started: Optional[GitStarted] = None  # set from Git's thread
+        self.fed = 0  # paths handed over or held
+        self.held: List[memoryview] = []
+        self.descriptor: Optional[int] = None  # git's input, once made non-blocking
+
+    def feed(self, paths: List[str]) -> None:
+        self.fed += len(paths)
+        self.held.append(memoryview(os.fsencode("\0".join(paths) + "\0")))
+        self.send()
+
+    def send(self) -> None:
+        """Hand over what the pipe takes now of what is held."""
+        if self.descriptor is None:
+            process = None if self.started is None else self.started[0]
+            if process is None or process.stdin is None:
+                return
+            self.descriptor = process.stdin.fileno()
+            os.set_blocking(self.descriptor, False)
+        while self.held:
+            try:
+                written = os.write(self.descriptor, self.held[0])
+            except OSError:  # the pipe is full; or git is gone, which `git_ignored` reports
+                return
+            if written < len(self.held[0]):
+                self.held[0] = self.held[0][written:]
+                return
+            del self.held[0]
+
+    def rest(self, durable: Sequence[str]) -> Tuple[List[str], bytes]:
+        """(the durable files not handed over yet, the bytes held) for `git_ignored`: the
+        protocol files, which no walked folder holds; every file again should the walk have
+        handed over fewer than its folders hold (a path asked twice is answered twice)."""
+        if self.descriptor is not None:
+            os.set_blocking(self.descriptor, True)
+        protocol = sorted(_DURABLE_PROTOCOL.intersection(durable))
+        unfed = protocol if self.fed == len(durable) - len(protocol) else list(durable)
+        return unfed, b"".join(self.held)
 
 
 def git_readiness(facts: GitFacts, durable: Optional[Sequence[str]] = None) -> Dict[str, Any]:
@@ -1694,6 +1745,7 @@ class Scan:
         self.summarized: List[str] = []
         self.summarized_daily: List[str] = []  # likewise, the paths of the daily files
         self.sizes = sizes  # whether `files` is filled (a writer's walk needs no sizes)
+        self.ignore_feed: Optional[IgnoreFeed] = None  # Git's check-ignore, fed by the walk
 
     def copy(self) -> Scan:
         """A shallow copy (a view that replaces some of its lists)."""
@@ -1873,14 +1925,16 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
     git_facts: List[GitFacts] = []
     # Health needs only the tracked local-only files (`git_readiness`).
     tracked_scope = LOCAL_ONLY_PATHS if health else _GIT_SCOPE
-    # In a repository, `check-ignore` starts beside the walk too; it reads the durable files
-    # the walk found once the walk is done.
+    # In a repository, `check-ignore` starts beside the walk too, and is handed the durable
+    # files the walk found (`IgnoreFeed`).
     ignoring: List[Tuple[Optional[subprocess.Popen[bytes]], Optional[str]]] = []
+    feed = scan.ignore_feed = IgnoreFeed() if git else None
 
     def ask_git() -> None:
         facts = collect_git_facts(workspace, tracked_scope, listings)
-        if facts.available:
+        if facts.available and feed is not None:
             ignoring.append(start_git_ignored(workspace))
+            feed.started = ignoring[0]
         git_facts.append(facts)
 
     worker = threading.Thread(target=ask_git)
@@ -1907,9 +1961,10 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
         if worker.ident is not None:
             worker.join()
         scan.git = git_facts[0]
-        if scan.git.available:  # the started check-ignore is collected in any case
+        scan.ignore_feed = None
+        if scan.git.available and feed is not None:  # the started check-ignore is collected
             # Git's lists name untracked ignored files only; a tracked file can be ignored too.
-            matched, error = git_ignored(ignoring[0], durable)
+            matched, error = git_ignored(ignoring[0], *feed.rest(durable))
         if scan.git.available and durable:
             # A failed check-ignore leaves the gates unable to look: they stop on `error`.
             facts = scan.git
@@ -1962,9 +2017,8 @@ def durable_candidates(scan: Scan) -> Tuple[str, ...]:
     """The durable files present as regular files (never symlinks): every file below the four
     durable folders and each committed protocol file that exists."""
     # `is_durable_path`, with one C call a file for the folders.
-    folders = tuple(f"{VAULT_DIR}/{name}/" for name in DURABLE_DIRS)
     found = [path for path in scan.files
-             if path.startswith(folders) or path in DURABLE_PROTOCOL_FILES]
+             if path.startswith(_DURABLE_FOLDERS) or path in DURABLE_PROTOCOL_FILES]
     for relative in DURABLE_PROTOCOL_FILES:
         if relative.startswith(f"{VAULT_DIR}/"):
             continue  # the vault's own files are in scan.files already
@@ -2031,12 +2085,19 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     if cache is not None:
         cache.walked = scan
     deferring = cache is not None and cache.defer and cache.trusted
+    feed, durable, before = scan.ignore_feed, False, 0
     while True:
+        if durable and feed is not None and len(scan.files) > before:
+            # The files the last folder added, the newest keys (none is ever removed).
+            feed.feed(list(itertools.islice(reversed(scan.files), len(scan.files) - before)))
+        elif feed is not None and feed.held:
+            feed.send()
         if not pending and deferring and cache is not None:
             pending = cache.vouch(scan)  # Git's word, once every folder is listed
         if not pending:
             break
         directory, relative_dir = pending.pop()
+        durable, before = f"{relative_dir}/".startswith(_DURABLE_FOLDERS), len(scan.files)
         if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
             continue  # every file of the folder is as its entry describes it
         try:
