@@ -2445,6 +2445,10 @@ class FileCache:
         # A reader's matching entries, kept as they are until the walk ends (`settle`): when
         # every entry matched and no other file was read, the summary stands for them all.
         self.defer = False
+        # A reader that takes Git's word on whether the cache is tracked once its walk is done
+        # (`cached_inspection`): the `ls-files` `open` started, not waited for there.
+        self.later = False
+        self.tracking: Optional[GitStarted] = None
         self.writer = False  # a writer's walk: the summary stands only as a `PageTable`
         self.table: Optional[PageTable] = None
         self.total = 0  # entries read from CACHE_PATH
@@ -2572,7 +2576,10 @@ class FileCache:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
         tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
         problem, value, mapped, layout = _read_cache(path, info.st_size)
-        tracked = cache_tracking_problem(workspace, tracking)
+        if self.later:
+            self.tracking, tracked = tracking, None
+        else:
+            tracked = cache_tracking_problem(workspace, tracking)
         if tracked is not None:
             return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
@@ -2589,6 +2596,11 @@ class FileCache:
         if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
             self.entries = self.entries
         return self
+
+    def tracked(self) -> Optional[str]:
+        """`cache_tracking_problem` of the `ls-files` `open` left for later (None: none)."""
+        started, self.tracking = self.tracking, None
+        return None if started is None else cache_tracking_problem(self.workspace, started)
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
@@ -4580,7 +4592,16 @@ def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
     local cache, used and never written (spec 12.5)."""
     cache = FileCache(workspace)
     cache.defer = True  # health needs no document of a file the cache's summary covers
-    return inspect_report(scan_workspace(workspace, cache=cache, health=True)), cache
+    cache.later = True  # Git answers during the walk whether the cache is tracked
+    try:
+        scan = scan_workspace(workspace, cache=cache, health=True)
+    finally:
+        tracked = cache.tracked()
+    if tracked is not None:  # it came from a commit: the walk again, as without it
+        cache = FileCache(workspace).ignore(tracked, writable=False)
+        cache.opened = cache.defer = True
+        scan = scan_workspace(workspace, cache=cache, health=True)
+    return inspect_report(scan), cache
 
 
 def cmd_inspect(ctx: Context, args: argparse.Namespace) -> Any:

@@ -100,3 +100,36 @@ def test_outside_a_repository_nothing_is_fed(tmp_path: Path) -> None:
     assert not scan.git.available and scan.ignore_feed is None
     assert scan.durable == (f"{PAGES}/a.md",)
     assert git(tmp_path.parent, "--version")  # git itself is there
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+def test_whether_the_cache_is_tracked_is_taken_after_the_walk(
+        git_repo: Path, tracked: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Status and inspect do not wait for Git's `ls-files` of the cache before they walk: its
+    answer is taken after the walk, which is made again without the cache when it is tracked
+    (the reasons and counts as when the cache was ignored from the start)."""
+    init_cached_vault(git_repo, {"a.md": page(), "b.md": page()})
+    runtime(git_repo, "rebuild-index")
+    if tracked:
+        git(git_repo, "add", "-f", engine.CACHE_PATH)
+    events: list[str] = []
+    walk, tracking = engine._walk_vault, engine.cache_tracking_problem
+
+    def walking(*args: Any, **kwargs: Any) -> Any:
+        events.append("walk")
+        return walk(*args, **kwargs)
+
+    def asking(*args: Any, **kwargs: Any) -> Any:
+        events.append("tracking")
+        return tracking(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_walk_vault", walking)
+    monkeypatch.setattr(engine, "cache_tracking_problem", asking)
+    report, cache = engine.cached_inspection(git_repo)
+    assert events == (["walk", "tracking", "walk"] if tracked else ["walk", "tracking"])
+    assert report["health"]["totalPages"] == 2
+    if tracked:
+        assert cache.report()["state"] == "ignored" and cache.report()["reusedEntries"] == 0
+        assert "tracked by Git" in (cache.reason or "")
+    else:
+        assert cache.report()["state"] == "valid" and cache.report()["summaryUsed"]
