@@ -2446,10 +2446,11 @@ class FileCache:
         # A reader's matching entries, kept as they are until the walk ends (`settle`): when
         # every entry matched and no other file was read, the summary stands for them all.
         self.defer = False
-        # A reader that takes Git's word on whether the cache is tracked once its walk is done
-        # (`cached_inspection`): the `ls-files` `open` started, not waited for there.
+        # A reader that takes Git's word on whether the cache is tracked from its scan's list
+        # of the tracked local-only files (`cached_inspection`), once the walk is done; and
+        # whether `open` met a cache file that the answer is about.
         self.later = False
-        self.tracking: Optional[GitStarted] = None
+        self.unchecked = False
         self.writer = False  # a writer's walk: the summary stands only as a `PageTable`
         self.table: Optional[PageTable] = None
         self.total = 0  # entries read from CACHE_PATH
@@ -2575,12 +2576,11 @@ class FileCache:
             return self
         except OSError as exc:
             return self.ignore(f"it cannot be read ({exc.strerror or exc})", writable=False)
-        tracking = git_start(workspace, _CACHE_TRACKING)  # Git looks while the file is read
+        # Git looks while the file is read (a later reader asks nothing more of it).
+        tracking = None if self.later else git_start(workspace, _CACHE_TRACKING)
         problem, value, mapped, layout = _read_cache(path, info.st_size)
-        if self.later:
-            self.tracking, tracked = tracking, None
-        else:
-            tracked = cache_tracking_problem(workspace, tracking)
+        self.unchecked = tracking is None
+        tracked = None if tracking is None else cache_tracking_problem(workspace, tracking)
         if tracked is not None:
             return self.ignore(tracked, writable=False)
         self.trusted = not rebuild
@@ -2597,11 +2597,6 @@ class FileCache:
         if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
             self.entries = self.entries
         return self
-
-    def tracked(self) -> Optional[str]:
-        """`cache_tracking_problem` of the `ls-files` `open` left for later (None: none)."""
-        started, self.tracking = self.tracking, None
-        return None if started is None else cache_tracking_problem(self.workspace, started)
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,
@@ -3729,6 +3724,13 @@ def cache_tracking_problem(workspace: Path, started: Optional[Tuple[
     commit, not from this checkout's writers. `started`: the `git_start` of that question."""
     tracked, error = git_finish(started or git_start(workspace, _CACHE_TRACKING),
                                 _CACHE_TRACKING)
+    return _tracking_problem(workspace, None if tracked is None else bool(tracked), error)
+
+
+def _tracking_problem(workspace: Path, tracked: Optional[bool], error: Optional[str],
+                      ) -> Optional[str]:
+    """`cache_tracking_problem` of Git's answer: whether it lists the cache, None when it
+    could not say (`error`)."""
     if tracked is None:
         if any(os.path.lexists(folder / ".git") for folder in (workspace, *workspace.parents)):
             return f"Git cannot say whether it is tracked ({bounded(error)})"
@@ -3737,6 +3739,16 @@ def cache_tracking_problem(workspace: Path, started: Optional[Tuple[
         return (f"it is tracked by Git, so it came from a commit; untrack it "
                 f"(`git rm --cached -- {CACHE_PATH}`)")
     return None
+
+
+def cache_listed_problem(workspace: Path, facts: GitFacts) -> Optional[str]:
+    """`cache_tracking_problem` from a scan's tracked list, which names CACHE_PATH among the
+    local-only files (`collect_git_facts`), as the `ls-files` of CACHE_PATH alone would."""
+    if not facts.available:
+        return _tracking_problem(workspace, None, facts.error)
+    below = f"{CACHE_PATH}/"  # (a pathspec names a folder's files too)
+    return _tracking_problem(workspace, any(
+        path == CACHE_PATH or path.startswith(below) for path in facts.tracked), None)
 
 
 def open_cache(workspace: Path, writer: bool = False, rebuild: bool = False) -> FileCache:
@@ -4595,11 +4607,9 @@ def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
     local cache, used and never written (spec 12.5)."""
     cache = FileCache(workspace)
     cache.defer = True  # health needs no document of a file the cache's summary covers
-    cache.later = True  # Git answers during the walk whether the cache is tracked
-    try:
-        scan = scan_workspace(workspace, cache=cache, health=True)
-    finally:
-        tracked = cache.tracked()
+    cache.later = True  # Git answers beside the walk whether the cache is tracked
+    scan = scan_workspace(workspace, cache=cache, health=True)
+    tracked = cache_listed_problem(workspace, scan.git) if cache.unchecked else None
     if tracked is not None:  # it came from a commit: the walk again, as without it
         cache = FileCache(workspace).ignore(tracked, writable=False)
         cache.opened = cache.defer = True

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from conftest import git
+from conftest import git, init_repo
 from helpers_cache import init_cached_vault
 from helpers_check import PAGES, page, vault_repo, write
 from helpers_writer import runtime
@@ -105,15 +105,16 @@ def test_outside_a_repository_nothing_is_fed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tracked", [False, True])
 def test_whether_the_cache_is_tracked_is_taken_after_the_walk(
         git_repo: Path, tracked: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Status and inspect do not wait for Git's `ls-files` of the cache before they walk: its
-    answer is taken after the walk, which is made again without the cache when it is tracked
-    (the reasons and counts as when the cache was ignored from the start)."""
+    """Status and inspect do not wait for Git's `ls-files` of the cache before they walk: the
+    answer is taken after the walk from their scan's list of the tracked local-only files (no
+    git of its own), and the walk is made again without the cache when it is tracked (the
+    reasons and counts as when the cache was ignored from the start)."""
     init_cached_vault(git_repo, {"a.md": page(), "b.md": page()})
     runtime(git_repo, "rebuild-index")
     if tracked:
         git(git_repo, "add", "-f", engine.CACHE_PATH)
     events: list[str] = []
-    walk, tracking = engine._walk_vault, engine.cache_tracking_problem
+    walk, tracking = engine._walk_vault, engine.cache_listed_problem
 
     def walking(*args: Any, **kwargs: Any) -> Any:
         events.append("walk")
@@ -124,7 +125,8 @@ def test_whether_the_cache_is_tracked_is_taken_after_the_walk(
         return tracking(*args, **kwargs)
 
     monkeypatch.setattr(engine, "_walk_vault", walking)
-    monkeypatch.setattr(engine, "cache_tracking_problem", asking)
+    monkeypatch.setattr(engine, "cache_listed_problem", asking)
+    monkeypatch.setattr(engine, "cache_tracking_problem", None)  # no git of its own
     report, cache = engine.cached_inspection(git_repo)
     assert events == (["walk", "tracking", "walk"] if tracked else ["walk", "tracking"])
     assert report["health"]["totalPages"] == 2
@@ -133,3 +135,23 @@ def test_whether_the_cache_is_tracked_is_taken_after_the_walk(
         assert "tracked by Git" in (cache.reason or "")
     else:
         assert cache.report()["state"] == "valid" and cache.report()["summaryUsed"]
+
+
+@pytest.mark.parametrize("situation", ["untracked", "tracked", "broken .git", "no repository"])
+def test_the_listed_answer_is_the_cache_s_own_ls_files(tmp_path: Path, situation: str) -> None:
+    """`cache_listed_problem` of a health scan's Git facts says what `cache_tracking_problem`
+    (`ls-files` of CACHE_PATH alone) says: the same reason, or None."""
+    repo = tmp_path / "repo"
+    if situation == "no repository":
+        repo.mkdir()
+    else:
+        init_cached_vault(init_repo(repo), {"a.md": page()})
+    if situation == "tracked":
+        git(repo, "add", "-f", engine.CACHE_PATH)
+    if situation == "broken .git":
+        (repo / ".git").rename(tmp_path / "moved")
+        (repo / ".git").write_text("gitdir: nowhere\n", encoding="utf-8")
+    facts = engine.collect_git_facts(repo, engine.LOCAL_ONLY_PATHS)
+    expected = engine.cache_tracking_problem(repo)
+    assert engine.cache_listed_problem(repo, facts) == expected
+    assert (expected is None) is (situation in ("untracked", "no repository"))
