@@ -4240,7 +4240,8 @@ def today_entries(days: Dict[str, int], now: Optional[float] = None) -> int:
 
 def utc_seconds(timestamp: float) -> str:
     """`datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")`: the
-    timestamp rounded half to even to microseconds first, as datetime rounds it."""
+    timestamp rounded half to even to microseconds first, as datetime rounds it, and a leap
+    second (`gmtime` under a `right/` zone) read as :59, as datetime reads it."""
     moment: Optional[time.struct_time] = None
     with contextlib.suppress(OverflowError, OSError, ValueError):
         fraction, whole = math.modf(timestamp)
@@ -4252,7 +4253,7 @@ def utc_seconds(timestamp: float) -> str:
         return _dt.datetime.fromtimestamp(timestamp, _dt.timezone.utc).isoformat(
             timespec="seconds")
     return (f"{_iso_day(moment)}T{moment.tm_hour:02d}:{moment.tm_min:02d}:"
-            f"{moment.tm_sec:02d}+00:00")
+            f"{min(moment.tm_sec, 59):02d}+00:00")
 
 
 # Of `Scan.files`' (size, mtime) values: taken apart in C, without a tuple per field.

@@ -6,12 +6,14 @@ Behaviour only: which modules are imported, never how long anything takes."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import pickle
 import sys
 import time
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -111,23 +113,41 @@ def test_last_modified_is_what_datetime_writes(timestamp: float) -> None:
     assert ours == _datetime_answer(timestamp)
 
 
-@settings(max_examples=100, deadline=None, derandomize=True)
-@given(st.floats(min_value=0, max_value=4e9))
-def test_today_is_the_day_datetime_says(now: float) -> None:
-    """Today in UTC and in local time, as datetime says, in zones on either side of UTC."""
+@contextlib.contextmanager
+def _zone(name: str) -> Iterator[None]:
+    """This process's local time zone set to `name` for the block."""
     before = os.environ.get("TZ")
+    os.environ["TZ"] = name
+    time.tzset()
     try:
-        for zone in ("UTC", "America/Los_Angeles", "Pacific/Kiritimati"):
-            os.environ["TZ"] = zone
-            time.tzset()
-            moment = datetime.datetime.fromtimestamp(now, datetime.timezone.utc)
-            today = {moment.date().isoformat(), moment.astimezone().date().isoformat()}
-            days = {day: 1 << number for number, day in enumerate(
-                sorted({*today, "1969-12-31", "2100-01-01"}))}
-            assert engine.today_entries(days, now) == sum(days[day] for day in today)
+        yield
     finally:
         if before is None:
             os.environ.pop("TZ", None)
         else:
             os.environ["TZ"] = before
         time.tzset()
+
+
+@pytest.mark.skipif(not Path("/usr/share/zoneinfo/right/UTC").is_file(),
+                    reason="no leap-second zone (right/UTC) on this system")
+def test_a_leap_second_is_read_as_datetime_reads_it() -> None:
+    """Under a `right/` zone `gmtime` says :60 for a leap second; datetime (and so the
+    reference's `lastModified`) says :59."""
+    with _zone("right/UTC"):
+        leap = 1483228826.0  # 2016-12-31T23:59:60 in right/UTC
+        assert time.gmtime(leap).tm_sec == 60  # what the engine reads
+        assert engine.utc_seconds(leap) == _datetime_answer(leap) == "2016-12-31T23:59:59+00:00"
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.floats(min_value=0, max_value=4e9))
+def test_today_is_the_day_datetime_says(now: float) -> None:
+    """Today in UTC and in local time, as datetime says, in zones on either side of UTC."""
+    for zone in ("UTC", "America/Los_Angeles", "Pacific/Kiritimati"):
+        with _zone(zone):
+            moment = datetime.datetime.fromtimestamp(now, datetime.timezone.utc)
+            today = {moment.date().isoformat(), moment.astimezone().date().isoformat()}
+            days = {day: 1 << number for number, day in enumerate(
+                sorted({*today, "1969-12-31", "2100-01-01"}))}
+            assert engine.today_entries(days, now) == sum(days[day] for day in today)
