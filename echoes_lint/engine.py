@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         Any,
         AnyStr,
         Callable,
+        Deque,
         Dict,
         Iterable,
         Iterator,
@@ -1605,7 +1606,8 @@ class IgnoreFeed:
     def __init__(self) -> None:
         self.started: Optional[GitStarted] = None  # set from Git's thread
         self.fed = 0  # paths handed over or held
-        self.held: List[memoryview] = []
+        # (a deque: when Git falls behind a walk of many small folders it holds many chunks)
+        self.held: Deque[memoryview] = collections.deque()
         self.descriptor: Optional[int] = None  # git's input, once made non-blocking
 
     def feed(self, paths: List[str]) -> None:
@@ -1617,7 +1619,10 @@ class IgnoreFeed:
         """Hand over what the pipe takes now of what is held."""
         if self.descriptor is None:
             process = None if self.started is None else self.started[0]
-            if process is None or process.stdin is None:
+            # Windows before Python 3.12 has no `os.set_blocking` (and its pipes no POSIX
+            # non-blocking writes): everything is held and sent at the end, as without a feed.
+            if process is None or process.stdin is None or os.name != "posix" \
+                    or not hasattr(os, "set_blocking"):
                 return
             self.descriptor = process.stdin.fileno()
             os.set_blocking(self.descriptor, False)
@@ -1629,7 +1634,7 @@ class IgnoreFeed:
             if written < len(self.held[0]):
                 self.held[0] = self.held[0][written:]
                 return
-            del self.held[0]
+            self.held.popleft()
 
     def rest(self, durable: Sequence[str]) -> Tuple[List[str], bytes]:
         """(the durable files not handed over yet, the bytes held) for `git_ignored`: the
@@ -4674,6 +4679,7 @@ def cached_inspection(workspace: Path) -> Tuple[Dict[str, Any], FileCache]:
     scan = scan_workspace(workspace, cache=cache, health=True)
     tracked = cache_listed_problem(workspace, scan.git) if cache.unchecked else None
     if tracked is not None:  # it came from a commit: the walk again, as without it
+        del scan  # (before the second walk: both at once would double the peak at 100k)
         cache = FileCache(workspace).ignore(tracked, writable=False)
         cache.opened = cache.defer = True
         scan = scan_workspace(workspace, cache=cache, health=True)

@@ -6,7 +6,9 @@ Behaviour only: what is asked when, never how long anything takes."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
+import weakref
 from pathlib import Path
 from typing import Any, Optional
 
@@ -94,10 +96,41 @@ def test_a_full_pipe_holds_the_rest_for_the_end(tmp_path: Path) -> None:
     assert (matched, error) == (paths, None)
 
 
-def test_outside_a_repository_nothing_is_fed(tmp_path: Path) -> None:
+def test_without_non_blocking_pipes_everything_is_sent_at_the_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where `os.set_blocking` is missing (Windows before Python 3.12) the feed holds every
+    path for `git_ignored` instead of failing the command."""
+    chunks = 200
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, ".gitignore", "b*.md\n")
+    paths = [f"{PAGES}/{letter}{number}.md" for number in range(chunks) for letter in "ab"]
+    monkeypatch.delattr(engine.os, "set_blocking")
+    feed = engine.IgnoreFeed()
+    feed.started = engine.start_git_ignored(repo)
+    for start in range(0, len(paths), 2):
+        feed.feed(paths[start:start + 2])
+    assert feed.descriptor is None and len(feed.held) == chunks
+    left, held = feed.rest(paths)
+    matched, error = engine.git_ignored(feed.started, left, held)
+    assert (matched, error) == (paths[1::2], None)
+
+
+def test_outside_a_repository_nothing_is_sent(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk hands its files over before it knows there is no repository; no Git takes
+    them, and the scan answers without one."""
     write(tmp_path, f"{PAGES}/a.md", page())
+    feeds: list[engine.IgnoreFeed] = []
+    real = engine.IgnoreFeed.send
+
+    def send(feed: engine.IgnoreFeed) -> None:
+        feeds.append(feed)
+        real(feed)
+
+    monkeypatch.setattr(engine.IgnoreFeed, "send", send)
     scan = engine.scan_workspace(tmp_path)
-    assert not scan.git.available and scan.ignore_feed is None
+    assert not scan.git.available and feeds
+    assert all(feed.descriptor is None and feed.held for feed in feeds)
     assert scan.durable == (f"{PAGES}/a.md",)
     assert git(tmp_path.parent, "--version")  # git itself is there
 
@@ -116,9 +149,14 @@ def test_whether_the_cache_is_tracked_is_taken_after_the_walk(
     events: list[str] = []
     walk, tracking = engine._walk_vault, engine.cache_listed_problem
 
-    def walking(*args: Any, **kwargs: Any) -> Any:
+    walked: list[weakref.ref[engine.Scan]] = []
+
+    def walking(scan: engine.Scan, *args: Any, **kwargs: Any) -> Any:
         events.append("walk")
-        return walk(*args, **kwargs)
+        gc.collect()  # the first scan is gone before the second walk (one at a time at 100k)
+        assert all(earlier() is None for earlier in walked)
+        walked.append(weakref.ref(scan))
+        return walk(scan, *args, **kwargs)
 
     def asking(*args: Any, **kwargs: Any) -> Any:
         events.append("tracking")
