@@ -115,6 +115,21 @@ def test_without_non_blocking_pipes_everything_is_sent_at_the_end(
     assert (matched, error) == (paths[1::2], None)
 
 
+def test_a_walk_that_handed_over_fewer_files_asks_every_file_again(tmp_path: Path) -> None:
+    """Should the walk have handed over fewer files than its folders hold, every durable file
+    is asked at the end (those handed over too: a path asked twice is answered twice)."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, ".gitignore", "b.md\n")
+    durable = [f"{PAGES}/a.md", f"{PAGES}/b.md", f"{PAGES}/c.md", "AGENTS.md"]
+    feed = engine.IgnoreFeed()
+    feed.started = engine.start_git_ignored(repo)
+    feed.feed(durable[:2])  # c.md never handed over
+    left, held = feed.rest(durable)
+    assert left == durable
+    matched, error = engine.git_ignored(feed.started, left, held)
+    assert error is None and set(matched) == {f"{PAGES}/b.md"}
+
+
 def test_outside_a_repository_nothing_is_sent(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk hands its files over before it knows there is no repository; no Git takes
