@@ -46,21 +46,27 @@ def folder_stat(repo: Path) -> List[int]:
 
 def listed_in_process(repo: Path, monkeypatch: pytest.MonkeyPatch,
                       *args: str) -> List[str]:
-    """Run the project runtime in this process; the folders it listed with os.listdir."""
+    """Run the project runtime in this process; the folders it listed (os.listdir or
+    os.scandir, by path or descriptor)."""
     spec = importlib.util.spec_from_file_location(
         "wr7_runtime", repo / ".echoes-vault" / "echoes_vault.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     listed: List[str] = []
-    real: Callable[..., List[str]] = os.listdir
 
-    def listdir(path: Any = ".") -> List[str]:
-        listed.append(os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int)
-                      else os.fspath(path))
-        return real(path)
+    def counted(real: Callable[..., Any]) -> Callable[..., Any]:
+        def listing(path: Any = ".") -> Any:
+            listed.append(os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int)
+                          else os.fspath(path))
+            return real(path)
+        return listing
 
-    monkeypatch.setattr(os, "listdir", listdir)
+    scandir = counted(os.scandir)
+    monkeypatch.setattr(os, "listdir", counted(os.listdir))
+    monkeypatch.setattr(os, "scandir", scandir)
+    # `match_folder` lists through a descriptor only where os.scandir takes one.
+    monkeypatch.setattr(os, "supports_fd", os.supports_fd | {scandir})
     stdout, stderr = io.BytesIO(), io.BytesIO()
     code = module.run(["--workspace", str(repo), *args], io.BytesIO(b""), stdout, stderr)
     monkeypatch.undo()
