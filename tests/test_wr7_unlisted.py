@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -19,7 +20,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 from conftest import init_repo
 from helpers_cache import read_only_agree, upsert_payload, writer_agrees
-from helpers_writer import page, runtime
+from helpers_writer import page, runtime, stopped_runtime
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_cache_property import NAMES, SUMMARIES
@@ -95,6 +96,30 @@ def test_a_folder_whose_times_are_not_older_than_the_lock_is_not_recorded(repo: 
     os.utime(repo / PAGES, ns=(future, future))
     start(repo)
     assert head(repo)["git"]["folders"] == {}
+
+
+def test_a_folder_changed_after_the_lock_is_not_recorded_though_its_mtime_was_put_back(
+        repo: Path, tmp_path: Path) -> None:
+    """Stopped under its lock before it lists pages/ (`cache:git`): a name added and removed
+    there, the old mtime put back. Only the ctime, newer than the lock, tells."""
+    process = stopped_runtime(repo, "start", payload=None, step="cache:git")
+    try:
+        before = os.lstat(repo / PAGES)
+        (repo / PAGES / "delta.md").write_text(page("Added outside."), encoding="utf-8")
+        (repo / PAGES / "delta.md").unlink()
+        os.utime(repo / PAGES, ns=(before.st_atime_ns, before.st_mtime_ns))
+        process.send_signal(signal.SIGCONT)
+        process.stdin = None  # (closed once the payload was written)
+        _stdout, stderr = process.communicate(timeout=60)  # (a hang guard)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr
+    assert folder_stat(repo)[1] == before.st_mtime_ns
+    assert head(repo)["git"]["folders"] == {}
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "echo.md", "Echo."))
 
 
 def add(pages: Path) -> None:
