@@ -122,6 +122,29 @@ def test_a_folder_changed_after_the_lock_is_not_recorded_though_its_mtime_was_pu
                   payload=upsert_payload(repo, "echo.md", "Echo."))
 
 
+def test_a_writer_that_wrote_nothing_refreshes_a_record_the_folder_no_longer_matches(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor's swap file created and removed in pages/ leaves its names as they were but
+    its stat not as recorded: the next writer lists it and records the new stat, even though
+    it writes nothing, so that the writers after it do not list it again."""
+    start(repo)
+    recorded = head(repo)["git"]["folders"]
+    assert recorded == {"EchoesVault/pages": folder_stat(repo)}
+    (repo / PAGES / ".delta.md.swp").write_bytes(b"x")
+    (repo / PAGES / ".delta.md.swp").unlink()
+    assert [recorded["EchoesVault/pages"]] != [folder_stat(repo)]
+    assert len(listed_in_process(repo, monkeypatch, "start")) == 1
+    assert head(repo)["git"]["folders"] == {"EchoesVault/pages": folder_stat(repo)}
+    assert listed_in_process(repo, monkeypatch, "start") == []
+    writer_agrees(repo, tmp_path / "scratch", "start")
+    payload = tmp_path / "upsert.json"
+    payload.write_text(json.dumps(upsert_payload(repo, "delta.md", "Delta.")))
+    assert listed_in_process(repo, monkeypatch, "upsert", "--payload", str(payload)) == []
+    read_only_agree(repo)
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "echo.md", "Echo."))
+
+
 def add(pages: Path) -> None:
     (pages / "delta.md").write_text(page("Added outside."), encoding="utf-8")
 
