@@ -3194,9 +3194,10 @@ class FileCache:
                 if self.state == "valid":
                     self._write(stamp if summary is not None else self.fresh_stamp, summary)
             elif self.summary is not None and self._raw is not None and self.git is not None \
-                    and not self.git["folders"] and self._folder_stats(self.git["dirs"]):
-                # Nothing written, but pages/'s names are known at a stat the head lacks: a
-                # head alone, so that the next writer need not list the folder (`_unlisted`).
+                    and self._folder_stats(self.git["dirs"]) not in ({}, self.git["folders"]):
+                # Nothing written, but pages/'s names are known at a stat the head lacks (none
+                # recorded, or a stale one: a name added and removed there since): a head
+                # alone, so that the next writer need not list the folder (`_unlisted`).
                 self._append(self.fresh_stamp, self.summary)
             return
         if self.state == "valid" and self.trusted:

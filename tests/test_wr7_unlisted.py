@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -19,7 +20,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 from conftest import init_repo
 from helpers_cache import read_only_agree, upsert_payload, writer_agrees
-from helpers_writer import page, runtime
+from helpers_writer import page, runtime, stopped_runtime
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_cache_property import NAMES, SUMMARIES
@@ -46,21 +47,27 @@ def folder_stat(repo: Path) -> List[int]:
 
 def listed_in_process(repo: Path, monkeypatch: pytest.MonkeyPatch,
                       *args: str) -> List[str]:
-    """Run the project runtime in this process; the folders it listed with os.listdir."""
+    """Run the project runtime in this process; the folders it listed (os.listdir or
+    os.scandir, by path or descriptor)."""
     spec = importlib.util.spec_from_file_location(
         "wr7_runtime", repo / ".echoes-vault" / "echoes_vault.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     listed: List[str] = []
-    real: Callable[..., List[str]] = os.listdir
 
-    def listdir(path: Any = ".") -> List[str]:
-        listed.append(os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int)
-                      else os.fspath(path))
-        return real(path)
+    def counted(real: Callable[..., Any]) -> Callable[..., Any]:
+        def listing(path: Any = ".") -> Any:
+            listed.append(os.readlink(f"/proc/self/fd/{path}") if isinstance(path, int)
+                          else os.fspath(path))
+            return real(path)
+        return listing
 
-    monkeypatch.setattr(os, "listdir", listdir)
+    scandir = counted(os.scandir)
+    monkeypatch.setattr(os, "listdir", counted(os.listdir))
+    monkeypatch.setattr(os, "scandir", scandir)
+    # `match_folder` lists through a descriptor only where os.scandir takes one.
+    monkeypatch.setattr(os, "supports_fd", os.supports_fd | {scandir})
     stdout, stderr = io.BytesIO(), io.BytesIO()
     code = module.run(["--workspace", str(repo), *args], io.BytesIO(b""), stdout, stderr)
     monkeypatch.undo()
@@ -89,6 +96,53 @@ def test_a_folder_whose_times_are_not_older_than_the_lock_is_not_recorded(repo: 
     os.utime(repo / PAGES, ns=(future, future))
     start(repo)
     assert head(repo)["git"]["folders"] == {}
+
+
+def test_a_folder_changed_after_the_lock_is_not_recorded_though_its_mtime_was_put_back(
+        repo: Path, tmp_path: Path) -> None:
+    """Stopped under its lock before it lists pages/ (`cache:git`): a name added and removed
+    there, the old mtime put back. Only the ctime, newer than the lock, tells."""
+    process = stopped_runtime(repo, "start", payload=None, step="cache:git")
+    try:
+        before = os.lstat(repo / PAGES)
+        (repo / PAGES / "delta.md").write_text(page("Added outside."), encoding="utf-8")
+        (repo / PAGES / "delta.md").unlink()
+        os.utime(repo / PAGES, ns=(before.st_atime_ns, before.st_mtime_ns))
+        process.send_signal(signal.SIGCONT)
+        process.stdin = None  # (closed once the payload was written)
+        _stdout, stderr = process.communicate(timeout=60)  # (a hang guard)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr
+    assert folder_stat(repo)[1] == before.st_mtime_ns
+    assert head(repo)["git"]["folders"] == {}
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "echo.md", "Echo."))
+
+
+def test_a_writer_that_wrote_nothing_refreshes_a_record_the_folder_no_longer_matches(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor's swap file created and removed in pages/ leaves its names as they were but
+    its stat not as recorded: the next writer lists it and records the new stat, even though
+    it writes nothing, so that the writers after it do not list it again."""
+    start(repo)
+    recorded = head(repo)["git"]["folders"]
+    assert recorded == {"EchoesVault/pages": folder_stat(repo)}
+    (repo / PAGES / ".delta.md.swp").write_bytes(b"x")
+    (repo / PAGES / ".delta.md.swp").unlink()
+    assert [recorded["EchoesVault/pages"]] != [folder_stat(repo)]
+    assert len(listed_in_process(repo, monkeypatch, "start")) == 1
+    assert head(repo)["git"]["folders"] == {"EchoesVault/pages": folder_stat(repo)}
+    assert listed_in_process(repo, monkeypatch, "start") == []
+    writer_agrees(repo, tmp_path / "scratch", "start")
+    payload = tmp_path / "upsert.json"
+    payload.write_text(json.dumps(upsert_payload(repo, "delta.md", "Delta.")))
+    assert listed_in_process(repo, monkeypatch, "upsert", "--payload", str(payload)) == []
+    read_only_agree(repo)
+    writer_agrees(repo, tmp_path / "scratch", "upsert", "--payload", "-",
+                  payload=upsert_payload(repo, "echo.md", "Echo."))
 
 
 def add(pages: Path) -> None:
