@@ -99,9 +99,9 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     clean = _searched(started, capitals)
     data, cause = _finish(started, LS_FILES, mapped=True)
     if data is not None:
-        if _common(data, clean, capitals):
+        if clean >= 0 and _common(data, clean, capitals):
             return Written(data, capitals), None
-        return listed(text_of(data), clean), None
+        return listed(text_of(data), max(clean, 0)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
@@ -131,7 +131,7 @@ def listed(entries: str, clean: int = 0) -> Listed:
 
 def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
     """How many bytes at the start of the output of the listing `started` hold no gitlink
-    entry and ASCII alone (none when one holds either: not the common listing), and (into
+    entry and ASCII alone (-1 when one holds either: not the common listing), and (into
     `capitals`) their capitals: searched while git still writes them, where the hook would
     otherwise wait for git doing nothing (at 100,000 pages the search of the whole output costs
     ~2 ms after git ends, the capitals as much)."""
@@ -143,7 +143,7 @@ def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
     while not process.ended(0.001) and process.left(60) > 0:
         clean = _search(sink.fileno(), clean, os.fstat(sink.fileno()).st_size, capitals)
         if clean < 0:
-            return 0
+            return clean  # (not searched again once git ends)
     return clean
 
 
@@ -152,8 +152,10 @@ def _common(data: Buffer, clean: int, capitals: Optional[Capitals] = None) -> bo
     gitlink entry and ASCII alone, is the common listing (`listed`): all of it (the capitals
     of the rest into `capitals`)."""
     clean = _search(data, clean, len(data), capitals)
+    if clean < 0:
+        return False
     rest = data[max(0, clean - len(GITLINK) + 1):]  # (fewer bytes than a gitlink's mode)
-    return clean >= 0 and rest.isascii() and GITLINK.encode("ascii") not in rest
+    return rest.isascii() and GITLINK.encode("ascii") not in rest
 
 
 def _search(output: Union[int, Buffer], clean: int, written: int,

@@ -143,3 +143,23 @@ def test_the_vault_in_the_pathspec_lists_its_index_and_the_local_only_paths(
                                           ".codex/echoes-vault-state.json"))
     assert ".codex/x.json" not in index and "other/EchoesVault/a.md" not in index
     assert os.fsencode(f"{PAGES}/home.md\0") in whole
+
+
+def test_a_listing_found_uncommon_while_git_wrote_it_is_not_searched_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the search beside git found a non-ASCII name or a gitlink, the listing is decoded
+    as it is: not searched again from its start (nor copied whole) after git ends."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, f"{PAGES}/caf\u00e9.md", page())
+    git(repo, "add", "-A")
+    monkeypatch.setattr(gitindex, "_searched", lambda started, capitals=None: -1)
+    common: list[int] = []
+    real = gitindex._common
+    monkeypatch.setattr(gitindex, "_common",
+                        lambda data, clean, capitals=None: common.append(clean) or real(data, clean))
+    listing, cause = gitindex.output(repo)
+    assert cause is None and common == []
+    assert not isinstance(listing, gitindex.Written)
+    assert list(GitIndex(listing)) == list(GitIndex(gitindex.listed(gitindex.text_of(
+        subprocess.run(["git", *gitindex.LS_FILES], cwd=repo, capture_output=True,
+                       check=True).stdout))))
