@@ -786,8 +786,11 @@ def parse_frontmatter(text: str) -> PageMeta:
     that match `key: value`; everything else in the block is skipped."""
     if text.startswith("---\n"):
         # Nothing to trim in front: the common page is decided without the general parser,
-        # which a scan would otherwise run for every page of the vault.
-        plain = _plain_page(text.rstrip() + "\n")
+        # which a scan would otherwise run for every page of the vault. The common page ends
+        # in one line break after a non-blank: it is trimmed already, and not copied twice.
+        trimmed = text if text[-1:] == "\n" and not text[-2:-1].isspace() \
+            else text.rstrip() + "\n"
+        plain = _plain_page(trimmed)
         if plain is not None:
             return plain
     return _parse_frontmatter(text)
