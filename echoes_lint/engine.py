@@ -2124,14 +2124,16 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
         durable, before = f"{relative_dir}/".startswith(_DURABLE_FOLDERS), len(scan.files)
         if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
             continue  # every file of the folder is as its entry describes it
-        try:
-            entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
-        except OSError:
-            scan.unreadable.append(relative_dir)
-            continue
         in_pages = relative_dir == _PAGES_DIR
-        if in_pages and cache is not None and cache.keeps_page_listing:
-            cache.page_listing = {entry.name: entry for entry in entries}
+        listed = cache.pages_listing if in_pages and cache is not None else None
+        if listed is not None and cache is not None:
+            entries, cache.pages_listing = listed, None  # let go with the walk's own below
+        else:
+            try:
+                entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
+            except OSError:
+                scan.unreadable.append(relative_dir)
+                continue
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
@@ -2488,10 +2490,9 @@ class FileCache:
         self.stale = 0  # entries of the second line that a later one of the same path replaced
         self.missed = 0  # vault Markdown files read that an entry could have described
         self.summarized = False  # whether the summary stood for every entry (no documents)
-        # pages/ as the walk listed it, before it files any page: kept only for a reader that
-        # asks (a gate's, which judges links by the files there).
-        self.page_listing: Optional[Dict[str, os.DirEntry[str]]] = None
-        self.keeps_page_listing = False
+        # pages/ as a reader listed it before the walk, sorted by name, which the walk takes
+        # instead of listing it again (a gate's: its page worker reads the same files).
+        self.pages_listing: Optional[List[os.DirEntry[str]]] = None
         # Git as the change source of a writer's walk (`_git_match`): the identity of Git's
         # index when the writer started (None: no Git source), `diff-files` started then and
         # the paths it reported, and the head's record when it was made under this very
