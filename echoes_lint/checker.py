@@ -462,9 +462,8 @@ class _GateReader(engine.FileCache):
 
     A page needs its text when it has conflict markers, a NUL, a suppression comment,
     frontmatter problems or notes, is deprecated (EV080 reads its body), or has a link not
-    known to resolve to a file in `pages/` (as the walk itself listed the folder, before it
-    read any page there). `CheckResult.sources` reads a page again for the report's source
-    lines.
+    known to resolve to a file in `pages/` (as the walk lists the folder: the listing below).
+    `CheckResult.sources` reads a page again for the report's source lines.
 
     It lists pages/ before the walk, which takes that listing (`FileCache.pages_listing`), so
     that a `_PageWorker`, forked then, reads the very files the walk reads and judges links
