@@ -17,7 +17,6 @@ findings are relative to the repository root.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import marshal
 import mmap
 import operator
@@ -405,7 +404,7 @@ def _whole_context(root: Path, prefix: str, git: bool, lean: bool = True,
                    prefetch: Optional[Path] = None) -> Context:
     reader = _GateReader(root) if lean else None
     if reader is not None:
-        reader.worker = _PageWorker.start(root)
+        reader.worker = _PageWorker.start(reader)
     # `mergedriver.prefetch` in `prefetch` (the repository root), by a thread once the worker
     # is forked (a fork beside a thread could copy a lock held): a `Popen` returns only once git
     # runs, and with both CPUs busy git waits for one (ms each); the walk goes on meanwhile.
@@ -463,26 +462,25 @@ class _GateReader(engine.FileCache):
 
     A page needs its text when it has conflict markers, a NUL, a suppression comment,
     frontmatter problems or notes, is deprecated (EV080 reads its body), or has a link not
-    known to resolve to a file in `pages/` (as the walk itself listed the folder, before it
-    read any page there). `CheckResult.sources` reads a page again for the report's source
-    lines.
+    known to resolve to a file in `pages/` (as the walk lists the folder: the listing below).
+    `CheckResult.sources` reads a page again for the report's source lines.
 
-    With a `_PageWorker`, daily files and the pages that need no text come from a second
-    process where it has read them already (see there)."""
+    It lists pages/ before the walk, which takes that listing (`FileCache.pages_listing`), so
+    that a `_PageWorker`, forked then, reads the very files the walk reads and judges links
+    by them too, listed once: daily files and the pages that need no text come from that
+    second process where it has read them already (see there)."""
 
     def __init__(self, workspace: Path) -> None:
         super().__init__(workspace)
         self.opened = True  # nothing to read: the scan must not open it
-        self.keeps_page_listing = True
+        self.pages_listing = _list_pages(workspace)
+        self.links = links.PageLinks(_page_files(self.pages_listing or []))
         self.dropped = False
-        self._links: Optional[links.PageLinks] = None
         self.worker: Optional[_PageWorker] = None
         self._position = 0  # pages of pages/ loaded so far
 
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = engine.MAX_TEXT_BYTES) -> tuple[engine.Document, Optional[os.stat_result]]:
-        if kind == "page" and self._links is None:
-            self._start_pages()
         worker = self.worker
         if worker is not None and limit == engine.MAX_TEXT_BYTES:
             if kind == "page" and relative.startswith(_PAGES_PREFIX):
@@ -498,20 +496,10 @@ class _GateReader(engine.FileCache):
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
-        if kind == "page" and document.text is not None and self._links is not None \
-                and not _needs_text(document, self._links):
+        if kind == "page" and document.text is not None and not _needs_text(document, self.links):
             _let_go(document)
             self.dropped = True
         return document, info
-
-    def _start_pages(self) -> None:
-        """At the first page: judge links by the walk's listing of pages/, and take the
-        worker's pages only when it listed the same files."""
-        listing, self.page_listing = self.page_listing or {}, None
-        names, digest = _page_files(listing)
-        self._links = links.PageLinks(names)
-        if self.worker is not None:
-            self.worker.compare(digest)
 
     def finish(self) -> None:
         """At the end of the walk: let the worker end and check that it ended well."""
@@ -550,16 +538,28 @@ def _settle_clean(document: engine.Document) -> None:
         document.page_problems = _NO_PROBLEMS
 
 
-def _page_files(listing: dict[str, os.DirEntry[str]]) -> tuple[frozenset[str], bytes]:
-    """(the names of the regular files and symbolic links among the walk's entries of pages/,
-    a digest of them in listing order)."""
+def _list_pages(workspace: Path) -> Optional[list[os.DirEntry[str]]]:
+    """The entries of pages/ sorted by name, as the walk lists it, when pages/ is a folder in
+    the vault folder, neither a link (the walk never enters those); else None, and the walk
+    lists what it finds there itself."""
+    vault = workspace / VAULT
+    pages = vault / "pages"
     try:
-        names = [name for name, entry in listing.items()
-                 if entry.is_symlink() or entry.is_file(follow_symlinks=False)]
+        if not (stat.S_ISDIR(os.lstat(vault).st_mode) and stat.S_ISDIR(os.lstat(pages).st_mode)):
+            return None
+        return sorted(os.scandir(pages), key=_ENTRY_NAME)
     except OSError:
-        names = []
-    joined = "\0".join(names).encode("utf-8", "surrogatepass")
-    return frozenset(names), hashlib.sha256(joined).digest()
+        return None
+
+
+def _page_files(entries: list[os.DirEntry[str]]) -> frozenset[str]:
+    """The names of the regular files and symbolic links among the entries of pages/."""
+    try:
+        # A regular file first: the common entry is then decided by one call, not two.
+        return frozenset(entry.name for entry in entries
+                         if entry.is_file(follow_symlinks=False) or entry.is_symlink())
+    except OSError:
+        return frozenset()
 
 
 def _all_pages(entries: list[os.DirEntry[str]]) -> bool:
@@ -653,9 +653,9 @@ class _PageWorker:
 
     The worker never decides anything alone: the walk takes a row only for a file it reached
     itself, by path, after the worker said, last, that it wrote every row (one byte on the
-    pipe after the digest: a worker that dies says nothing), and takes pages only if the worker
-    listed pages/ as it did (the same digest, so links are judged by the same files); any
-    other file it reads itself. A worker that dies, or wrote what cannot be read, gives
+    pipe: a worker that dies says nothing); both take pages/ as the reader listed it before
+    the fork (`_GateReader`), so links are judged by the same files; any other file the walk
+    reads itself. A worker that dies, or wrote what cannot be read, gives
     nothing: the walk reads every file itself, as it does where there is no fork (or one CPU,
     threads that a fork could deadlock, or SIGCHLD ignored, whose children nobody can wait
     for)."""
@@ -664,13 +664,11 @@ class _PageWorker:
 
     def __init__(self, pid: int, pipe: int, rows: int, progress: memoryview) -> None:
         self.pid = pid
-        self.pipe = pipe  # the worker's digest of pages/
+        self.pipe = pipe  # the worker's last word
         self.file = rows  # the frames it wrote
         self.progress = progress  # [next page the walk reads, lowest page the worker wrote]
         self.pages: Optional[dict[str, _Taken]] = None  # once collected
         self.days: dict[str, _Taken] = {}
-        self.digest: Optional[bytes] = None
-        self.listed_alike = False
         self.reaped = False
         # The frames decoded so far (`_drain`), taken by `finish` only if the worker ended well.
         self.offset = 0
@@ -678,8 +676,8 @@ class _PageWorker:
         self.broken = False
 
     @classmethod
-    def start(cls, root: Path) -> Optional[_PageWorker]:
-        vault = root / VAULT
+    def start(cls, reader: _GateReader) -> Optional[_PageWorker]:
+        vault = reader.workspace / VAULT
         if not _can_fork() or not vault.is_dir() or vault.is_symlink():
             return None
         shared = mmap.mmap(-1, 16)
@@ -700,7 +698,7 @@ class _PageWorker:
             status = 1
             try:
                 os.close(read_fd)
-                _work(str(vault), write_fd, rows, progress)
+                _work(str(vault), reader.pages_listing or [], reader.links, rows, progress)
                 os.write(write_fd, _DONE)  # every row is written
                 status = 0
             finally:
@@ -708,29 +706,9 @@ class _PageWorker:
         os.close(write_fd)
         return cls(pid, read_fd, rows, progress)
 
-    def compare(self, digest: bytes) -> None:
-        """Take pages from the worker only if it listed pages/ as the walk did."""
-        self.listed_alike = self._digest() == digest
-        if not self.listed_alike:
-            self.progress[0] = _NEVER  # no page of its is taken: it need not read any
-
-    def _digest(self) -> bytes:
-        """The worker's digest of pages/ (empty if it ended before it listed the folder)."""
-        if self.digest is None:
-            received = b""
-            while len(received) < _DIGEST_SIZE:
-                chunk = os.read(self.pipe, _DIGEST_SIZE - len(received))
-                if not chunk:
-                    break
-                received += chunk
-            self.digest = received
-        return self.digest
-
     def page(self, name: str, position: int) -> Optional[_Taken]:
         """The worker's row for the page at `position` of the walk's pages, or None when the
         walk reads it itself."""
-        if not self.listed_alike:
-            return None
         if self.pages is None:
             progress = self.progress
             if position < progress[1]:  # the worker has not got here
@@ -761,7 +739,6 @@ class _PageWorker:
         self.progress[0] = _NEVER
         try:
             try:
-                self._digest()  # pages may come after daily files
                 # Its last word, once every row is written; then its rows are what they
                 # will be, and its exit is waited for after they are decoded.
                 done = os.read(self.pipe, len(_DONE)) == _DONE
@@ -810,7 +787,6 @@ class _PageWorker:
 
 _NEVER = 1 << 62
 _DONE = b"\x01"  # the worker's last word: every row is written
-_DIGEST_SIZE = hashlib.sha256().digest_size
 
 
 def _can_fork() -> bool:
@@ -938,9 +914,10 @@ def _frames(worker: _PageWorker, final: bool) -> Iterator[tuple[str, list[Any]]]
         yield kind, rows
 
 
-def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
-    """The worker's side of `_PageWorker`: the digest of its listing of pages/ to the pipe,
-    then frames of daily rows and of page rows from the last page down, until it meets the
+def _work(vault: str, entries: list[os.DirEntry[str]], page_links: links.PageLinks, file: int,
+          progress: memoryview) -> None:
+    """The worker's side of `_PageWorker`: frames of daily rows, then of page rows of
+    `entries` (pages/ as the reader listed it) from the last page down, until it meets the
     walk."""
 
     def write(kind: str, rows: list[Any]) -> None:
@@ -949,15 +926,7 @@ def _work(vault: str, pipe: int, file: int, progress: memoryview) -> None:
         while view:
             view = view[os.write(file, view):]
 
-    pages = f"{vault}/pages"
-    try:  # a linked pages/ holds no page for the walk: never read what it points to
-        entries = [] if os.path.islink(pages) else sorted(os.scandir(pages), key=_ENTRY_NAME)
-    except OSError:  # gone since the start: the walk finds no listing to agree with either
-        entries = []
-    names, digest = _page_files({entry.name: entry for entry in entries})
-    os.write(pipe, digest)  # the pipe stays open for the last word (`_PageWorker.start`)
     _write_daily(vault, write, progress)
-    page_links = links.PageLinks(names)
     try:
         common = _all_pages(entries)
     except OSError:

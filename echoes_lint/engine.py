@@ -22,7 +22,6 @@ import contextlib
 import errno
 import functools
 import gc
-import hashlib
 import itertools
 import json
 import math
@@ -46,6 +45,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as _dt  # imported where a clock is read: a gate's check reads none (~1 ms)
+    import hashlib  # imported where a digest is made (`_sha256`)
     from typing import (
         IO,
         Any,
@@ -335,9 +335,17 @@ def _byte_position(data: bytes, offset: int) -> Tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(prefix) + 1
 
 
+def _sha256(data: bytes = b"") -> hashlib._Hash:
+    """`hashlib.sha256`, loaded where a digest is made: `hashlib` loads OpenSSL (~4 ms of every
+    start), and a gate makes none."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def text_digest(text: str) -> str:
     """`sha256_text`, encoding a megabyte at a time: no copy of a large text is made."""
-    digest = hashlib.sha256()
+    digest = _sha256()
     for start in range(0, len(text), 1 << 20):
         digest.update(text[start:start + (1 << 20)].encode("utf-8"))
     return digest.hexdigest()
@@ -345,7 +353,7 @@ def text_digest(text: str) -> str:
 
 def sha256_text(text: str) -> str:
     """The protocol hash: SHA-256 of the UTF-8 encoding of the newline-normalised text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _sha256(text.encode("utf-8")).hexdigest()
 
 
 # A marker line as protocol engines see it. `|||||||` (diff3 base) is only meaningful inside a
@@ -778,8 +786,11 @@ def parse_frontmatter(text: str) -> PageMeta:
     that match `key: value`; everything else in the block is skipped."""
     if text.startswith("---\n"):
         # Nothing to trim in front: the common page is decided without the general parser,
-        # which a scan would otherwise run for every page of the vault.
-        plain = _plain_page(text.rstrip() + "\n")
+        # which a scan would otherwise run for every page of the vault. The common page ends
+        # in one line break after a non-blank: it is trimmed already, and not copied twice.
+        trimmed = text if text[-1:] == "\n" and not text[-2:-1].isspace() \
+            else text.rstrip() + "\n"
+        plain = _plain_page(trimmed)
         if plain is not None:
             return plain
     return _parse_frontmatter(text)
@@ -2113,14 +2124,16 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
         durable, before = f"{relative_dir}/".startswith(_DURABLE_FOLDERS), len(scan.files)
         if deferring and cache is not None and cache.match_folder(scan, relative_dir, directory):
             continue  # every file of the folder is as its entry describes it
-        try:
-            entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
-        except OSError:
-            scan.unreadable.append(relative_dir)
-            continue
         in_pages = relative_dir == _PAGES_DIR
-        if in_pages and cache is not None and cache.keeps_page_listing:
-            cache.page_listing = {entry.name: entry for entry in entries}
+        listed = cache.pages_listing if in_pages and cache is not None else None
+        if listed is not None and cache is not None:
+            entries, cache.pages_listing = listed, None  # let go with the walk's own below
+        else:
+            try:
+                entries = sorted(os.scandir(directory), key=_ENTRY_NAME)
+            except OSError:
+                scan.unreadable.append(relative_dir)
+                continue
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
@@ -2477,10 +2490,9 @@ class FileCache:
         self.stale = 0  # entries of the second line that a later one of the same path replaced
         self.missed = 0  # vault Markdown files read that an entry could have described
         self.summarized = False  # whether the summary stood for every entry (no documents)
-        # pages/ as the walk listed it, before it files any page: kept only for a reader that
-        # asks (a gate's, which judges links by the files there).
-        self.page_listing: Optional[Dict[str, os.DirEntry[str]]] = None
-        self.keeps_page_listing = False
+        # pages/ as a reader listed it before the walk, sorted by name, which the walk takes
+        # instead of listing it again (a gate's: its page worker reads the same files).
+        self.pages_listing: Optional[List[os.DirEntry[str]]] = None
         # Git as the change source of a writer's walk (`_git_match`): the identity of Git's
         # index when the writer started (None: no Git source), `diff-files` started then and
         # the paths it reported, and the head's record when it was made under this very
@@ -2695,7 +2707,7 @@ class FileCache:
         except OSError:
             return
         rendered = summary["index"] is not None and b"\r" not in data \
-            and hashlib.sha256(data).hexdigest() == summary["index"]
+            and _sha256(data).hexdigest() == summary["index"]
         self.prefetched = (limit, data, info, (data, data.count(b"\n"), "]" not in joined)
                            if rendered else None)
 
@@ -3558,7 +3570,7 @@ def _stored(summary: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 def _sealed(summary: Optional[Dict[str, Any]]) -> str:
     """A digest of a cache's summary that two equal summaries share, whether or not a writer
     split its names."""
-    return hashlib.sha256(json.dumps(_stored(summary), sort_keys=True).encode("ascii")).hexdigest()
+    return _sha256(json.dumps(_stored(summary), sort_keys=True).encode("ascii")).hexdigest()
 
 
 def _file_in_order(documents: List[Document], document: Document) -> None:
@@ -3582,7 +3594,7 @@ def _folder_signature(lines: List[str]) -> str:
     """SHA-256 of a folder's sorted signature lines joined by `/`: no name holds a `/`, so two
     folders get the same text only when their files have the same names, modes, sizes, times
     and inodes."""
-    return hashlib.sha256("/".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+    return _sha256("/".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _signature_line(name: str, info: os.stat_result) -> str:
@@ -3823,7 +3835,7 @@ def engine_digest() -> Optional[str]:
     """SHA-256 of this engine's own file: two builds that declare one version may still decide
     differently, so a cache is only ever read by the build that wrote it."""
     try:
-        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+        return _sha256(Path(__file__).read_bytes()).hexdigest()
     except OSError:
         return None
 
@@ -4132,7 +4144,7 @@ class IndexTable(_IndexRows["Tuple[str, Optional[PageMeta], Sequence[Problem]]"]
     def digest(self) -> str:
         """`sha256_text` of `render`, once."""
         if self._digest is None:
-            self._digest = hashlib.sha256(self.data()).hexdigest()
+            self._digest = _sha256(self.data()).hexdigest()
         return self._digest
 
 
@@ -4736,7 +4748,7 @@ def page_sha256(path: Path, filename: str) -> str:
     except OSError as exc:
         raise VaultError(f"Cannot read page {filename}: {exc.strerror or exc}") from exc
     text, _problem = decode_text(data)
-    return hashlib.sha256(data).hexdigest() if text is None else sha256_text(text)
+    return _sha256(data).hexdigest() if text is None else sha256_text(text)
 
 
 def stored_page_name(workspace: Path, filename: str) -> str:
@@ -5479,7 +5491,7 @@ def current_digest(workspace: Path, relative: str, limit: int,
     except VaultError as exc:
         if not isinstance(exc.__cause__, TooLarge):
             raise
-        hashed = hashlib.sha256()
+        hashed = _sha256()
         try:
             descriptor = os.open(managed_path(workspace, relative), _READ_FLAGS)
             with os.fdopen(descriptor, "rb") as handle:
@@ -5884,7 +5896,7 @@ def count_page_files(workspace: Path) -> int:
 
 
 def digest(data: Optional[bytes]) -> Optional[str]:
-    return hashlib.sha256(data).hexdigest() if data is not None else None
+    return _sha256(data).hexdigest() if data is not None else None
 
 
 def _writable_page_name(name: str) -> bool:
@@ -6706,7 +6718,7 @@ def plan_index(changes: ChangeSet, entries: Sequence[PageEntry],
     data = build_index(entries).encode("utf-8")
     rebuilt = changes.put(_INDEX_PATH, data, limit)
     return {"rebuilt": rebuilt, "migratedSummaries": [], "pageCount": len(entries),
-            "sha256": hashlib.sha256(data).hexdigest()}, lambda: data.decode("utf-8")
+            "sha256": _sha256(data).hexdigest()}, lambda: data.decode("utf-8")
 
 
 def plan_state(changes: ChangeSet, ctx: Context, entries: Sequence[PageEntry], daily_count: int,

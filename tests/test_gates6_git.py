@@ -107,9 +107,9 @@ def test_a_gate_starts_its_first_git_processes_beside_its_imports_and_forks_alon
         starters.append(threading.current_thread() is threading.main_thread())
         return start(folder, args)
 
-    def forking(cls: type[checker._PageWorker], root: Path) -> Any:
+    def forking(cls: type[checker._PageWorker], reader: checker._GateReader) -> Any:
         forks.append((threading.active_count(), cli._starting))
-        return worker(cls, root)
+        return worker(cls, reader)
 
     prefetch, prefetched = checker.mergedriver.prefetch, []
 

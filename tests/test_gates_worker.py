@@ -4,7 +4,8 @@ nothing but the time.
 - Pages and daily files that came from the worker give the scan, findings and reports that
   the walk alone gives (every lean page and daily file without markers taken from the
   worker, so the comparison covers them all).
-- A worker that listed another pages/ (a page added meanwhile) is not used at all.
+- The walk and the worker take one listing of pages/, made before the fork: a page added
+  once it is made is read by neither, and the worker's pages are still taken.
 - A worker that dies gives nothing: the walk reads every file itself, with the same result.
 - Its frames are decoded as they come; one not yet whole waits, one cut short at the end
   makes the worker give nothing.
@@ -59,6 +60,10 @@ def _vault(tmp_path: Path) -> Path:
     return repo
 
 
+def _start(repo: Path) -> Optional[checker._PageWorker]:
+    return checker._PageWorker.start(checker._GateReader(repo))
+
+
 def _finished(worker: checker._PageWorker) -> None:
     """Wait until the worker has sent every page (a hang guard, not a timing)."""
     deadline = time.monotonic() + 120
@@ -87,8 +92,8 @@ def _starting(monkeypatch: pytest.MonkeyPatch,
     then run `then`."""
     start = checker._PageWorker.start.__func__  # type: ignore[attr-defined]
 
-    def finished_first(cls: type[checker._PageWorker], root: Path) -> Any:
-        worker = start(cls, root)
+    def finished_first(cls: type[checker._PageWorker], reader: checker._GateReader) -> Any:
+        worker = start(cls, reader)
         assert worker is not None, "this test needs fork and two CPUs"
         _finished(worker)
         if then is not None:
@@ -100,7 +105,7 @@ def _starting(monkeypatch: pytest.MonkeyPatch,
 
 def _serial(repo: Path, monkeypatch: pytest.MonkeyPatch) -> CheckResult:
     with monkeypatch.context() as patch:
-        patch.setattr(checker._PageWorker, "start", classmethod(lambda cls, root: None))
+        patch.setattr(checker._PageWorker, "start", classmethod(lambda cls, reader: None))
         return run_checks(repo)
 
 
@@ -139,15 +144,20 @@ def test_pages_from_the_worker_are_the_pages_the_walk_reads(
     assert all(code in alone[-1][2] for code in ("EV002", "EV014", "EV050", "EV077", "EV080"))
 
 
-def test_a_worker_that_listed_other_pages_is_not_used(
+def test_the_walk_and_the_worker_take_one_listing_of_pages(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
     repo = _vault(tmp_path)
-    # A page added after the worker listed pages/: its links could settle on other files.
+    alone = _facts(_serial(repo, monkeypatch))
+    taken.clear()
+    # A page added once pages/ is listed (the worker has read every page by then): links are
+    # judged by the files listed, which are the files both read, so the worker's pages are
+    # taken, and the late page is in neither's listing.
     _starting(monkeypatch, lambda: write(repo, f"{PAGES}/late.md", page("[[home]]\n")))
     result = run_checks(repo)
-    assert taken and not [path for path in taken if path.startswith(PAGES)]  # daily files only
-    assert f"{PAGES}/late.md" in {document.path for document in result.scan.pages}
-    assert _facts(result) == _facts(_serial(repo, monkeypatch))
+    assert [path for path in taken if path.startswith(PAGES)]
+    assert f"{PAGES}/late.md" not in {document.path for document in result.scan.pages}
+    assert f"{PAGES}/late.md" not in result.scan.files
+    assert _facts(result) == alone
 
 
 @pytest.mark.parametrize("death", ["exit", "signal"])
@@ -185,7 +195,7 @@ def test_no_worker_when_sigchld_is_ignored(tmp_path: Path, monkeypatch: pytest.M
     alone = _facts(_serial(repo, monkeypatch))
     previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
-        assert checker._PageWorker.start(repo) is None
+        assert _start(repo) is None
         assert _facts(run_checks(repo)) == alone
     finally:
         signal.signal(signal.SIGCHLD, previous)
@@ -204,7 +214,9 @@ def test_a_linked_pages_folder_is_not_read_through(tmp_path: Path) -> None:
         child.unlink()
     pages.rmdir()
     os.symlink(outside, pages)
-    worker = checker._PageWorker.start(repo)
+    reader = checker._GateReader(repo)
+    assert reader.pages_listing is None  # the walk finds the link, and enters none
+    worker = checker._PageWorker.start(reader)
     assert worker is not None
     _finished(worker)
     worker.finish()
@@ -215,24 +227,24 @@ def test_no_worker_without_fork_with_threads_or_with_a_linked_vault(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
     repo = _vault(tmp_path)
     alone = _facts(_serial(repo, monkeypatch))
-    worker = checker._PageWorker.start(repo)
+    worker = _start(repo)
     assert worker is not None
     worker.stop()
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert checker._PageWorker.start(repo) is None  # a fork could deadlock on its locks
+        assert _start(repo) is None  # a fork could deadlock on its locks
     finally:
         release.set()
         other.join()
     linked = vault_repo(tmp_path / "linked")
     os.rename(linked / "EchoesVault", linked / "real-vault")
     os.symlink("real-vault", linked / "EchoesVault")
-    assert checker._PageWorker.start(linked) is None
+    assert _start(linked) is None
     with monkeypatch.context() as patch:
         patch.delattr(os, "fork")
-        assert checker._PageWorker.start(repo) is None
+        assert _start(repo) is None
         assert _facts(run_checks(repo)) == alone
     assert not taken
 
@@ -241,7 +253,7 @@ def test_a_finish_interrupted_ends_and_collects_the_worker(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while the walk waits for the worker's last word: the worker is ended and
     collected before the interrupt goes on, not left to init."""
-    worker = checker._PageWorker.start(_vault(tmp_path))
+    worker = _start(_vault(tmp_path))
     assert worker is not None
     read = os.read
 
