@@ -4,9 +4,11 @@ A pre-commit hook starts the listing first (`start`), before it loads even the e
 git reads a large index while the linter's modules load; the check then takes it (`output`) or,
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
 never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
-instead of a loop of 32 KB reads. Each entry is its path and its mode (gitlinks are the only
-mode a check needs). The common index (ASCII, no gitlink) stays that output, undecoded, which
-a check searches (`listed`); any other comes out of one split, without a slice per entry.
+instead of a loop of 32 KB reads. Each entry is its path alone: the mode, read only to find
+gitlinks, costs git ~50 ms more at 100,000 pages (`--format`), so it is asked for only when the
+index file git reads does not prove that it holds no gitlink (`_without_gitlink`, checked while
+git lists). The common index (ASCII, no gitlink) stays git's output, undecoded, which a check
+searches (`Written`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
@@ -26,15 +28,20 @@ if TYPE_CHECKING:
     from typing import IO, Any, Optional, Union
 
 # The engine's VAULT_DIR and LOCAL_ONLY_PATHS, spelled out (a test holds them equal) so that the
-# listing starts before the engine loads. No entry starts with a digit, so neither does any path
-# listed: `at` tells a path from a mode by its first character.
+# listing starts before the engine loads.
 SCOPE = ("EchoesVault", "EchoesVault/index.md", ".echoes-vault/state.json", ".echoes-vault/lock",
          ".echoes-vault/intent.json", ".echoes-vault/cache.json", ".opencode/echoes-state.json",
          ".codex/echoes-vault-state.json")
 # SCOPE as Git's pathspec: the vault holds its index, which needs no pathspec of its own (git
 # matches every index entry against each: one fewer is ~1 ms less at 100,000 pages).
 PATHSPEC = tuple(path for path in SCOPE if not path.startswith(f"{SCOPE[0]}/"))
-# Each entry comes as `<path>NUL<mode>NUL` (`--format`: git 2.38 and later).
+# Each entry comes as `<path>NUL` (the common listing).
+LS_PATHS = ("ls-files", "-z", "--cached", "--", *PATHSPEC)
+# Where the index git reads is (`GIT_INDEX_FILE`, which `git commit <paths>` sets for hooks, or
+# the worktree's own), relative to the folder git runs in unless absolute.
+INDEX_FILE = ("rev-parse", "--git-path", "index")
+# When the index may hold a gitlink: each entry as `<path>NUL<mode>NUL` (`--format`: git 2.38
+# and later).
 LS_FILES = ("ls-files", "-z", "--cached", "--format=%(path)%x00%(objectmode)", "--", *PATHSPEC)
 # Older git: each entry as `<mode> <object id> <stage>\t<path>NUL`.
 LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *PATHSPEC)
@@ -43,13 +50,14 @@ LS_STAGE = ("ls-files", "-z", "--cached", "--stage", "--", *PATHSPEC)
 DIFF_STAGED = ("diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--",
                *PATHSPEC)
 GITLINK_MODE = "160000"
-GITLINK = f"\0{GITLINK_MODE}\0"  # a gitlink's mode between the NULs that end its path and it
+# A gitlink's mode as an index file holds it (a 32-bit big-endian field of each entry).
+GITLINK_FIELD = int(GITLINK_MODE, 8).to_bytes(4, "big")
 REGULAR = "\x00100644\x00"  # a regular file's mode between the NULs that end its path and it
-_REGULAR = REGULAR.encode("ascii")
 if TYPE_CHECKING:
     # (paths in Git's order (sorted; an unmerged path once per stage), the gitlinks among them)
     Listing = tuple[tuple[str, ...], frozenset[str]]
-    # A Listing, or the common index as Git listed it (`listed`), as text or as git wrote it.
+    # A Listing, or the common index (ASCII paths, no gitlink: `<path>NUL` each) as text or as
+    # git wrote it.
     Listed = Union[str, Listing, "Written"]
     # (git listing into the file (None: a pipe), the file) or (None, why git cannot run).
     Started = Union[tuple[Union[subprocess.Popen[bytes], "_Spawned"], Optional[IO[bytes]]],
@@ -60,7 +68,7 @@ if TYPE_CHECKING:
     Fold = tuple[str, Union[list[str], tuple[int, int, int]]]
     Survey = list[Fold]
 
-_started: dict[str, Started] = {}
+_started: dict[str, tuple[Started, Started]] = {}  # (LS_PATHS, INDEX_FILE) by folder
 _diffs: dict[str, Started] = {}
 
 
@@ -76,7 +84,7 @@ def start(folder: Optional[str] = None, staged: bool = False) -> None:
     key = os.path.realpath(folder)
     if key not in _started:
         discard()
-        _started[key] = _start(folder, LS_FILES)
+        _started[key] = _start(folder, LS_PATHS), _start(folder, INDEX_FILE)
     if staged and key not in _diffs:
         _diffs[key] = _start(folder, DIFF_STAGED)
 
@@ -94,17 +102,74 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
     started = _started.pop(os.path.realpath(root), None)
     if started is None:
-        started = _start(str(root), LS_FILES)
-    capitals = Capitals()
-    clean = _searched(started, capitals)
-    data, cause = _finish(started, LS_FILES, mapped=True)
-    if data is not None:
-        if clean >= 0 and _common(data, clean, capitals):
+        started = _start(str(root), LS_PATHS), _start(str(root), INDEX_FILE)
+    paths, where = started
+    if _without_gitlink(str(root), where):  # (while git lists)
+        capitals = Capitals()
+        clean = _searched(paths, capitals)
+        data, cause = _finish(paths, LS_PATHS, mapped=True)
+        if data is None:
+            return None, cause
+        if clean >= 0 and _search(data, clean, len(data), capitals) >= 0:
             return Written(data, capitals), None
-        return listed(text_of(data), max(clean, 0)), None
+        return (tuple(_decode(data)), frozenset()), None
+    _end(paths)
+    data, cause = _finish(_start(str(root), LS_FILES), LS_FILES, mapped=True)
+    if data is not None:
+        return listed(text_of(data)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
     data, cause = _finish(_start(str(root), LS_STAGE), LS_STAGE)
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
+
+
+def _without_gitlink(folder: str, where: Started) -> bool:
+    """Whether the index file that `where` (`INDEX_FILE` in `folder`) names proves that git
+    lists no gitlink: a regular file (opened without blocking: a FIFO is no proof) that
+    `_proven` accepts. False too when git or the file cannot say."""
+    named, _cause = _finish(where, INDEX_FILE)
+    if not named or named[-1:] != b"\n":
+        return False
+    import mmap
+    import stat
+
+    try:
+        descriptor = os.open(os.path.join(os.fsencode(folder), named[:-1]),
+                             os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):  # (ValueError: a NUL in the name)
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return False
+        with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as index:
+            return _proven(index)
+    except (OSError, ValueError, OverflowError):  # (ValueError: empty)
+        return False
+    finally:
+        os.close(descriptor)
+
+
+def _proven(index: Buffer) -> bool:
+    """Whether the bytes of an index file prove that it holds no gitlink: a version git's
+    format names (2, 3 or 4), a gitlink's mode field nowhere in it (not even by chance, in an
+    object id or a size: then no proof), and none of the entries ls-files lists without this
+    file holding them: those of a shared index (`link`: a split index), or those it expands
+    from the trees of folders (`sdir`: a sparse index)."""
+    if index[:4] != b"DIRC" or index[4:8] not in (b"\0\0\0\2", b"\0\0\0\3", b"\0\0\0\4"):
+        return False
+    import re
+
+    # The extensions follow the entries, each of 64 bytes at least: not searched for there.
+    extensions = 12 + 64 * int.from_bytes(index[8:12], "big")
+    # Searched by `re`, which skips to the rare first byte of each pattern in C: 2-3 times as
+    # fast as `find`, which the frequent NULs of an index hold back (12 MB at 100,000 pages).
+    return not (re.compile(_GITLINK_SEARCH).search(index)
+                or re.compile(b"link").search(index, extensions)
+                or re.compile(b"sdir").search(index, extensions))
+
+
+# `GITLINK_FIELD` as a pattern (none of its bytes is special), found by its third byte (rare in
+# an index), then the bytes around it.
+_GITLINK_SEARCH = GITLINK_FIELD[2:] + b"(?<=" + GITLINK_FIELD + b")"
 
 
 def text_of(data: Buffer) -> str:
@@ -113,28 +178,31 @@ def text_of(data: Buffer) -> str:
     return str(data, sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
 
 
-def _decode(data: Buffer) -> list[str]:
-    items = text_of(data).split("\0")
-    items.pop()  # every entry ends with NUL
+def fields(text: str) -> list[str]:
+    """The fields of git's output as text, each ended by NUL."""
+    items = text.split("\0")
+    items.pop()
     return items
 
 
-def listed(entries: str, clean: int = 0) -> Listed:
-    """The listing of `LS_FILES`; for the common index, Git's output itself: ASCII paths (so
-    Git's order, by bytes, is Python's) and no gitlink. A check searches that text
-    (`rules.context.GitIndex`) instead of making a string of every path. `clean`: how many
-    bytes at the start of git's output are known to hold no gitlink (`_searched`)."""
-    if entries.isascii() and entries.find(GITLINK, max(0, clean - len(GITLINK) + 1)) < 0:
-        return entries  # (no path is a mode, so the gitlinks are the entries of that mode)
-    return by_format(entries)
+def _decode(data: Buffer) -> list[str]:
+    return fields(text_of(data))
+
+
+def listed(text: str) -> Listed:
+    """The listing of `LS_FILES`: its paths and gitlinks; as the common index (`<path>NUL`
+    each) when it holds ASCII paths alone and no gitlink, for a check to search (the index
+    file proved nothing, but the listing does)."""
+    paths, gitlinks = by_format(text)
+    return (paths, gitlinks) if gitlinks or not text.isascii() else "\0".join((*paths, ""))
 
 
 def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
-    """How many bytes at the start of the output of the listing `started` hold no gitlink
-    entry and ASCII alone (-1 when one holds either: not the common listing), and (into
-    `capitals`) their capitals: searched while git still writes them, where the hook would
-    otherwise wait for git doing nothing (at 100,000 pages the search of the whole output costs
-    ~2 ms after git ends, the capitals as much)."""
+    """How many bytes at the start of the output of the listing `started` are ASCII alone (-1
+    when one is not: not the common listing), and (into `capitals`) their capitals: searched
+    while git still writes them, where the hook would otherwise wait for git doing nothing (at
+    100,000 pages the search of the whole output costs ~2 ms after git ends, the capitals as
+    much)."""
     process, sink = started
     if not isinstance(process, _Spawned) or sink is None or isinstance(sink, str):
         return 0
@@ -147,35 +215,22 @@ def _searched(started: Started, capitals: Optional[Capitals] = None) -> int:
     return clean
 
 
-def _common(data: Buffer, clean: int, capitals: Optional[Capitals] = None) -> bool:
-    """Whether git's output `data`, of which `clean` bytes at the start are known to hold no
-    gitlink entry and ASCII alone, is the common listing (`listed`): all of it (the capitals
-    of the rest into `capitals`)."""
-    clean = _search(data, clean, len(data), capitals)
-    if clean < 0:
-        return False
-    rest = data[max(0, clean - len(GITLINK) + 1):]  # (fewer bytes than a gitlink's mode)
-    return rest.isascii() and GITLINK.encode("ascii") not in rest
-
-
 def _search(output: Union[int, Buffer], clean: int, written: int,
             capitals: Optional[Capitals] = None) -> int:
     """How many of the `written` bytes at the start of the file `output` (or of the output
-    itself), of which `clean` are known to, hold no gitlink entry and ASCII alone; -1 when they
-    hold either. The capitals of those searched go into `capitals`."""
-    needle = GITLINK.encode("ascii")
-    while written - clean >= len(needle):
-        start = max(0, clean - len(needle) + 1)
-        stop = min(written, start + _PART)
-        part = os.pread(output, stop - start, start) if isinstance(output, int) \
-            else output[start:stop]
-        if needle in part or not part.isascii():
+    itself), of which `clean` are known to, are ASCII alone; -1 when one is not. The capitals
+    of those searched go into `capitals`."""
+    while clean < written:
+        stop = min(written, clean + _PART)
+        part = os.pread(output, stop - clean, clean) if isinstance(output, int) \
+            else output[clean:stop]
+        if not part.isascii():
             return -1
-        if len(part) < len(needle):  # a file cut short under it: search it no further
+        if not part:  # a file cut short under it: search it no further
             return clean
         if capitals is not None:
-            capitals.add(clean, part[clean - start:])
-        clean = start + len(part)
+            capitals.add(clean, part)
+        clean += len(part)
     return clean
 
 
@@ -185,15 +240,14 @@ _PART = 1 << 16
 
 def by_format(entries: str) -> Listing:
     """The listing of `LS_FILES`: a path, then its mode, each ended by NUL."""
-    # The common index holds regular files only: split at each `NUL 100644 NUL`, the listing
-    # gives the paths alone, without a string per mode. No path is `100644` (each starts with
-    # a path of SCOPE), so the parts are the paths when they are half as many as the NULs.
+    # An index without gitlinks most often holds regular files only: split at each `NUL 100644
+    # NUL`, the listing gives the paths alone, without a string per mode. No path is `100644`
+    # (each starts with a path of SCOPE), so the parts are the paths when they are half as many
+    # as the NULs.
     paths = entries.split(REGULAR)
     if not paths.pop() and 2 * len(paths) == entries.count("\0"):
         return tuple(paths), frozenset()
-    items = entries.split("\0")
-    items.pop()
-    return _by_fields(items)
+    return _by_fields(fields(entries))
 
 
 def _by_fields(items: list[str]) -> Listing:
@@ -223,7 +277,7 @@ VAULT_PREFIX = f"{SCOPE[0]}/"
 # (`rules.collisions`).
 WALKED_LEVELS = 6
 UPPER = bytes(range(ord("A"), ord("Z") + 1))
-# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL NUL.
+# Every byte but the capitals and NUL: deleted, the capitals of each entry remain, then NUL.
 _NOT_CAPITAL = bytes(code for code in range(256) if code and code not in UPPER)
 # Characters of the listing that `_listed_unchanged` checks at a time (below the size that
 # allocators map afresh for each request).
@@ -260,9 +314,9 @@ class Capitals:
 
 
 class Written:
-    """Git's common listing (`listed`: ASCII, no gitlink) as git wrote it, and its `capitals`.
-    Left undecoded: at 100,000 pages the decode costs more (fresh memory for 6 MB) than the few
-    searches of a one-file hook."""
+    """Git's common listing (`LS_PATHS`: ASCII paths, no gitlink) as git wrote it, and its
+    `capitals`. Left undecoded: at 100,000 pages the decode costs more (fresh memory for 3 MB)
+    than the few searches of a one-file hook."""
 
     __slots__ = ("capitals", "data")
 
@@ -272,7 +326,7 @@ class Written:
 
 def survey(data: Union[str, Buffer], capitals: Optional[Capitals] = None) -> Optional[Survey]:
     """What EV030 folds to find the collisions of the paths of Git's common listing `data`
-    (`listed`: ASCII, no gitlink; as text, or as git wrote it), in order: the names of each
+    (ASCII paths, no gitlink; as text, or as git wrote it), in order: the names of each
     folder walked, and the entries of each folder it cannot decide in C; None when a path is
     outside the vault or the listing is not sorted (Git sorts its index). Each folder is
     decided on its part of the listing, without a string per path where it can be
@@ -293,7 +347,7 @@ def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
 def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
                  level: int, capitals: Optional[Capitals] = None) -> bool:
     """Add to `folds` what to fold below `folder`, whose entries are `data[position:end]` (each
-    its path and its mode, digits, each ended by NUL; `folder` text or bytes as `data`). A
+    a path ended by NUL; `folder` text or bytes as `data`). A
     folder below whose first path has no capital is skipped if folding leaves all its paths
     alone (`_listed_unchanged`); a folder of files alone (the date folders of daily entries:
     capitals in every name) if lowering (ASCII folds so) keeps its names apart. False when the
@@ -305,7 +359,7 @@ def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
         name, slash_found, rest = data[position + len(folder):stop].partition(slash)
         names.add(name)
         if not slash_found:
-            position = _ended(data, nul, stop + 1) + 1
+            position = stop + 1
             continue
         last = at(data, folder + name + zero)  # "0" follows "/"
         if not position < last <= end:  # not sorted: never loop on it
@@ -323,15 +377,14 @@ def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
         entries = data[start:last]
         depth = below.count(slash)
         if slash not in rest:
-            # Files alone? A regular file's entry ends with `REGULAR`: as many slashes as
-            # `depth` times the parts says that each part is one path (a part of two or more
-            # holds their slashes) of a file of `below`.
-            parts = entries.lower().split(REGULAR if isinstance(data, str) else _REGULAR)
+            # Files alone? As many slashes as `depth` times the paths says that each is a file
+            # of `below`.
+            parts = entries.lower().split(nul)
             flat = not parts.pop() and entries.count(slash) == len(parts) * depth
             if flat and len(set(parts)) == len(parts):
                 continue
         if level + 1 < WALKED_LEVELS and (
-                slash in rest or entries.count(slash) != entries.count(nul) // 2 * depth):
+                slash in rest or entries.count(slash) != entries.count(nul) * depth):
             # A folder below (the first path's, or one whose path has more slashes).
             if not _listed_walk(data, start, last, below, folds, level + 1, capitals):
                 return False
@@ -363,13 +416,13 @@ def _listed_unchanged(data: Union[str, Buffer], start: int, end: int,
     below = _bytes(first)  # (the common listing is ASCII)
     twins = below.translate(None, _NOT_CAPITAL).lower()  # of its capitals: each entry keeps them
     keep = _NOT_CAPITAL.translate(None, twins)
-    unit = (_bytes(folder) + below).translate(None, keep) + b"\0\0"
+    unit = (_bytes(folder) + below).translate(None, keep) + b"\0"
     kept = None if twins or capitals is None or isinstance(data, str) else \
         capitals.of(data, start, end)
     if kept is not None:
         return not len(kept) % len(unit) and kept == unit * (len(kept) // len(unit))
     while start < end:
-        stop = end if end - start <= _CHUNK else _entry_end(data, start + _CHUNK)
+        stop = end if end - start <= _CHUNK else _ended(data, _marks(data)[1], start + _CHUNK) + 1
         entries = data[start:stop]
         if not entries.isascii():
             return False
@@ -385,32 +438,20 @@ def _bytes(part: Union[str, bytes]) -> bytes:
     return part.encode("ascii") if isinstance(part, str) else part
 
 
-def _entry_end(data: Union[str, Buffer], position: int) -> int:
-    """Where the listing entry (`<path>NUL<mode>NUL`) holding `position` ends: after its mode,
-    which a NUL and a digit start (no path starts with a digit: see `SCOPE`)."""
-    nul = _marks(data)[1]
-    stop = _ended(data, nul, position) + 1
-    return _ended(data, nul, stop) + 1 if data[stop:stop + 1].isdigit() else stop
-
-
 def at(text: Union[str, Buffer], key: Union[str, bytes]) -> int:
-    """Where in the listing `text` the first entry whose path is `key` or sorts after it starts
-    (the length of `text` if none): a binary search over the offsets, each step aligned on the
-    start of the entry it falls in. `text` and `key` are both text, or both bytes (`text` may
-    be mapped: then only the pages the search reads are read)."""
+    """Where in the common listing `text` the first entry whose path is `key` or sorts after it
+    starts (the length of `text` if none): a binary search over the offsets, each step aligned
+    on the start of the entry it falls in. `text` and `key` are both text, or both bytes (`text`
+    may be mapped: then only the pages the search reads are read)."""
     listing: Any = text
-    nul, digits = ("\0", "0123456789") if isinstance(text, str) else (b"\0", b"0123456789")
+    nul = _marks(text)[1]
     low, high = 0, len(listing)  # each the start of an entry, or the end
     while low < high:
-        middle = (low + high) // 2
-        start = listing.rfind(nul, low, middle) + 1
-        if start == 0:
-            start = low  # `middle` is in the path of the entry at `low`
-        elif listing[start:start + 1] in digits:  # a mode (no path starts with a digit: SCOPE)
-            start = listing.rfind(nul, low, start - 1) + 1 or low
+        # The entry `middle` falls in (from `low`, where no NUL before it is found).
+        start = listing.rfind(nul, low, (low + high) // 2) + 1 or low
         end = _ended(listing, nul, start)
         if listing[start:end] < key:
-            low = _ended(listing, nul, end + 1) + 1
+            low = end + 1
         else:
             high = start
     return low
@@ -426,14 +467,20 @@ def _ended(listing: Any, nul: Any, start: int) -> int:
 
 def discard() -> None:
     """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
-    for process, sink in (*_started.values(), *_diffs.values()):
-        if process is not None:
-            process.kill()
-            process.communicate()
-        if sink is not None and not isinstance(sink, str):
-            sink.close()
+    for started in (*itertools.chain.from_iterable(_started.values()), *_diffs.values()):
+        _end(started)
     _started.clear()
     _diffs.clear()
+
+
+def _end(started: Started) -> None:
+    """End the git `started`, its output unread."""
+    process, sink = started
+    if process is not None:
+        process.kill()
+        process.communicate()
+    if sink is not None and not isinstance(sink, str):
+        sink.close()
 
 
 def _start(folder: str, args: tuple[str, ...]) -> Started:

@@ -11,7 +11,7 @@ from conftest import git, write_page
 from helpers_check import PAGES, commit
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hook_collisions import VAULT, listing, plain
+from test_hook_collisions import VAULT, common, listing, plain
 from test_precommit_hooks import hook_source, hooked, passes, pre_commit_home, refused  # noqa: F401  (fixtures)
 
 from echoes_lint import gitindex
@@ -40,7 +40,7 @@ def hook_groups(files: frozenset[str]) -> set[frozenset[str]]:
     """EV030's groups as the one-file hook finds them: on Git's own listing when it is the
     common one (ASCII), else on the paths split off it."""
     index = GitIndex(gitindex.listed(listing(list(files), ["100644"] * len(files),
-                                             [1] * len(files))))
+                                             [1] * len(files))))  # (common when ASCII)
     groups = rule.listed_collisions(index)
     if groups is None:
         groups = rule.collisions(index.frozen(), index.listed, within=True)
@@ -61,7 +61,7 @@ def agree_in_chunks(paths: list[str], more: list[str], chunk: int, ascii_only: b
     chosen = [path for path in paths if path.isascii() or not ascii_only]
     files = frozenset(VAULT + path for path in (*chosen, *more, "pages/!first.md"))
     saved = gitindex._CHUNK
-    gitindex._CHUNK = chunk  # chunk boundaries anywhere in an entry, its path or its mode
+    gitindex._CHUNK = chunk  # chunk boundaries anywhere in an entry
     try:
         assert hook_groups(files) == plain(files)
     finally:
@@ -69,11 +69,11 @@ def agree_in_chunks(paths: list[str], more: list[str], chunk: int, ascii_only: b
 
 
 def test_a_folder_of_100000_pages_is_checked_without_a_copy_of_it() -> None:
-    """The peak of memory taken while EV030 goes through a 4 MB folder of lower-case pages (the
+    """The peak of memory taken while EV030 goes through a 3 MB folder of lower-case pages (the
     common vault) stays a small part of it."""
     pages = [f"{VAULT}pages/page-{number:06d}.md" for number in range(100_000)]
-    index = GitIndex(gitindex.listed(listing(pages, ["100644"] * len(pages), [1] * len(pages))))
-    assert index.text is not None and len(index.text) > 3_900_000
+    index = GitIndex(common(pages, [1] * len(pages)))
+    assert index.text is not None and len(index.text) > 3_100_000
     tracemalloc.start()
     try:
         groups = rule.listed_collisions(index)

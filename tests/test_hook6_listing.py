@@ -58,7 +58,8 @@ def test_git_runs_in_the_folder_asked_with_its_messages_and_status(
     monkeypatch.chdir(tmp_path)
     listed, cause = gitindex.output(repo)
     assert cause is None and isinstance(listed, gitindex.Written)  # as git wrote it
-    assert b"EchoesVault/pages/home.md\x00100644\x00" in bytes(listed.data)
+    assert b"EchoesVault/pages/home.md\x00" in bytes(listed.data)
+    assert b"100644" not in bytes(listed.data)  # the paths alone
     fake_git(tmp_path, monkeypatch, "printf 'half' ; echo 'fatal: index file corrupt' >&2; exit 128")
     started = gitindex._start(str(repo), gitindex.LS_FILES)
     assert gitindex._finish(started, gitindex.LS_FILES) == (None, "fatal: index file corrupt")
@@ -89,27 +90,28 @@ def test_a_listing_nobody_takes_is_killed_and_reaped(tmp_path: Path,
     repo = vault_repo(tmp_path / "repo")
     fake_git(tmp_path, monkeypatch, "exec sleep 30")
     gitindex.start(str(repo))
-    process = next(iter(gitindex._started.values()))[0]
+    process = next(iter(gitindex._started.values()))[0][0]
     assert process is not None and process.returncode is None
     gitindex.discard()
     assert process.returncode == -9 and gitindex._started == {}
 
 
 @needs_spawn
-@pytest.mark.parametrize(("second", "gitlink"), [("100644", False), ("160000", True)])
-def test_the_output_is_searched_for_gitlinks_while_git_writes_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second: str, gitlink: bool) -> None:
-    """What git has written is searched while the hook waits for the rest; the listing is
-    the same as one searched after git ends, a gitlink found early or late alike."""
+@pytest.mark.parametrize(("last", "common"), [(b"EchoesVault/b\0", True),
+                                              (b"EchoesVault/\xc3\xa9\0", False)])
+def test_the_output_is_searched_while_git_writes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, last: bytes, common: bool) -> None:
+    """What git has written is searched while the hook waits for the rest; the verdict is
+    that of a search after git ends, a name beyond ASCII found early or late alike."""
     repo = vault_repo(tmp_path / "repo")
-    (tmp_path / "first").write_bytes(b"EchoesVault/a.md\x00100644\x00" * 3000)  # two parts
-    (tmp_path / "last").write_bytes(f"EchoesVault/b\0{second}\0".encode())
+    (tmp_path / "first").write_bytes(b"EchoesVault/a.md\x00" * 6000)  # two parts
+    (tmp_path / "last").write_bytes(last)
     go = tmp_path / "go"  # git writes the rest once the search has gone over the first part
     fake_git(tmp_path, monkeypatch,
              f"cat {shlex.quote(str(tmp_path / 'first'))}; i=0; "
              f"while [ ! -e {shlex.quote(str(go))} ] && [ $i -lt 3000 ]; do sleep 0.02; "
              f"i=$((i+1)); done; cat {shlex.quote(str(tmp_path / 'last'))}; exit 0")
-    started = gitindex._start(str(repo), gitindex.LS_FILES)
+    started = gitindex._start(str(repo), gitindex.LS_PATHS)
     process, sink = started
     assert isinstance(process, gitindex._Spawned) and sink is not None
     ended, waits = process.ended, []
@@ -123,25 +125,24 @@ def test_the_output_is_searched_for_gitlinks_while_git_writes_it(
         return ended(timeout)
 
     monkeypatch.setattr(process, "ended", ended_after_the_first_part)
-    clean = max(gitindex._searched(started), 0)  # (-1: not the common listing, as `output` takes it)
-    data, cause = gitindex._finish(started, gitindex.LS_FILES, mapped=True)
+    clean = gitindex._searched(started)
+    data, cause = gitindex._finish(started, gitindex.LS_PATHS, mapped=True)
     assert cause is None and data is not None
-    if not gitlink:  # all it had written before the pause, at least
-        assert clean >= (tmp_path / "first").stat().st_size
-    text = gitindex.text_of(data)
-    assert gitindex.listed(text, clean) == gitindex.listed(text)
-    assert isinstance(gitindex.listed(text, clean), tuple) is gitlink
+    # All it had written before the pause, at least; or -1: a name beyond ASCII (`output`
+    # searches no more then).
+    assert clean >= (tmp_path / "first").stat().st_size or (clean == -1 and not common)
+    assert (clean >= 0 and gitindex._search(data, clean, len(data)) >= 0) is common
+    assert (gitindex._search(data, 0, len(data)) >= 0) is common
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.sampled_from(["100644", "100755", "160000"]), max_size=6), st.data())
-def test_a_listing_known_clean_up_to_any_point_before_a_gitlink_is_the_same(
-        modes: list[str], data: st.DataObject) -> None:
-    text = "".join(f"EchoesVault/{number}\0{mode}\0" for number, mode in enumerate(modes))
-    first = text.find(gitindex.GITLINK)
-    limit = len(text) if first < 0 else first + len(gitindex.GITLINK) - 1
-    clean = data.draw(st.integers(0, limit))
-    assert gitindex.listed(text, clean) == gitindex.listed(text)
+@given(st.lists(st.sampled_from(["a", "b", "\u00e9"]), max_size=6), st.data())
+def test_a_listing_known_ascii_up_to_any_point_before_a_name_beyond_is_the_same(
+        names: list[str], data: st.DataObject) -> None:
+    output = "".join(f"EchoesVault/{name}\0" for name in names).encode()
+    first = next((at for at, byte in enumerate(output) if byte > 127), len(output))
+    clean = data.draw(st.integers(0, first))
+    assert gitindex._search(output, clean, len(output)) == gitindex._search(output, 0, len(output))
 
 
 @needs_spawn
@@ -151,11 +152,11 @@ def test_the_search_while_git_writes_stops_at_the_hang_guard(
     first wait, shortened here), which then ends it."""
     repo = vault_repo(tmp_path / "repo")
     fake_git(tmp_path, monkeypatch, "exec sleep 30")
-    process, sink = gitindex._start(str(repo), gitindex.LS_FILES)
+    process, sink = gitindex._start(str(repo), gitindex.LS_PATHS)
     assert isinstance(process, gitindex._Spawned)
     monkeypatch.setattr(gitindex._Spawned, "left", lambda self, timeout: 0.0)
     assert gitindex._searched((process, sink)) == 0
-    output, cause = gitindex._finish((process, sink), gitindex.LS_FILES)
+    output, cause = gitindex._finish((process, sink), gitindex.LS_PATHS)
     assert output is None and cause is not None and "timed out" in cause
     assert process.returncode == -9
 

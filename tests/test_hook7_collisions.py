@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_hook6_collisions import agree_in_chunks
-from test_hook_collisions import VAULT, listing
+from test_hook_collisions import VAULT, common
 
 from echoes_lint import engine, gitindex
 from echoes_lint.rules import collisions as rule
@@ -42,7 +42,7 @@ def test_the_daily_folder_collides_as_by_folding_every_file_and_folder(
 
 
 def _entries(paths: list[str]) -> str:
-    return listing(paths, ["100644"] * len(paths), [1] * len(paths))
+    return common(paths, [1] * len(paths))
 
 
 def test_lowering_one_to_one_is_decided_on_the_first_entrys_capitals() -> None:
@@ -73,7 +73,7 @@ def test_the_date_folders_of_a_common_daily_folder_are_not_walked(
     daily = [f"{VAULT}daily/2026-01-{day:02d}/202601{day:02d}T12{number:012d}Z-session-codex-"
              f"{number:08x}.md" for day in range(1, 21) for number in range(100)]
     pages = [f"{VAULT}pages/page-{number:06d}.md" for number in range(100)]
-    index = GitIndex(gitindex.listed(_entries([*daily, *pages, f"{VAULT}index.md"])))
+    index = GitIndex(_entries([*daily, *pages, f"{VAULT}index.md"]))
     folded: list[set[str]] = []
     name_collisions = engine.name_collisions
 

@@ -1,7 +1,8 @@
-"""The one-file hook keeps Git's common listing (ASCII, no gitlink) as git wrote it, undecoded:
-the index searches its bytes and EV030's survey walks them, with the answers its text gives;
-a listing that is not the common one is told so, however much of it was searched while git
-wrote it. Git is asked for the vault once: its index, below it, needs no pathspec of its own."""
+"""The one-file hook keeps Git's common listing (ASCII paths, no gitlink) as git wrote it,
+undecoded: the index searches its bytes and EV030's survey walks them, with the answers its text
+gives; a listing that is not the common one is told so, however much of it was searched while
+git wrote it. Git is asked for the vault once: its index, below it, needs no pathspec of its
+own."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import git
 from helpers_check import PAGES, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hook_collisions import VAULT, listing, plain
+from test_hook_collisions import VAULT, common, listing, plain
 from test_hook_listing import staged_collision
 
 from echoes_lint import gitindex, precommit
@@ -45,35 +46,40 @@ def _probes(paths: list[str]) -> set[str]:
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
-@given(_PATHS, _MODES, _REPEATS, st.integers(len(gitindex.GITLINK), 120), st.booleans(),
-       st.data())
+@given(_PATHS, _MODES, _REPEATS, st.integers(1, 120), st.booleans(), st.data())
 def test_the_listing_as_git_wrote_it_answers_as_its_text(
         below: list[str], modes: list[str], repeats: list[int], part: int, common_only: bool,
         data: st.DataObject) -> None:
     """Searched a part at a time (of any size), whatever part of the output was written at
-    each search, the listing is the common one exactly when its text is; then the index of its
-    bytes holds the paths its text holds, the capitals kept on the way are those of any span of
-    it, and EV030 finds the same collisions, those of folding every file and folder."""
+    each search, the listing of the paths is the common one exactly when it is ASCII, as the
+    listing with modes decoded is when it holds no gitlink either; then the index of its bytes
+    holds the paths its text holds, the capitals kept on the way are those of any span of it,
+    and EV030 finds the same collisions, those of folding every file and folder."""
     paths = sorted({f"{VAULT}{path}" for path in below if path.isascii() or not common_only})
     if common_only:  # (else mostly a gitlink or a name beyond ASCII)
         modes = [mode.replace("160000", "100644") for mode in modes]
-    text = listing(paths, modes, repeats)
-    output = text.encode("utf-8", "surrogateescape")  # what git writes (os.fsdecode's inverse)
+    text = listing(paths, modes, repeats)  # `LS_FILES`, when the index file proves nothing
+    paths_only = common(paths, repeats)  # `LS_PATHS`
+    # What git writes (os.fsdecode's inverse).
+    output = paths_only.encode("utf-8", "surrogateescape")
     saved, gitindex._PART = gitindex._PART, part
     try:
         capitals, clean = gitindex.Capitals(), 0
         for written in sorted(data.draw(st.lists(st.integers(0, len(output)), max_size=4))):
             clean = max(0, gitindex._search(output, clean, written, capitals))  # (`_searched`)
-        common = isinstance(gitindex.listed(text), str)
-        assert gitindex._common(output, clean, capitals) is common
-        if not common:
+        ascii = paths_only.isascii()
+        assert (gitindex._search(output, clean, len(output), capitals) >= 0) is ascii
+        gitlink = "160000" in modes[:len(paths)]
+        assert isinstance(gitindex.listed(text), str) is (ascii and not gitlink)
+        if not ascii or gitlink:
             return
+        assert gitindex.listed(text) == paths_only
         start = data.draw(st.integers(0, len(output)))
         end = data.draw(st.integers(start, len(output)))
         assert capitals.of(output, start, end) in (
             None, output[start:end].translate(None, gitindex._NOT_CAPITAL))
         undecoded = GitIndex(gitindex.Written(output, capitals))
-        decoded = GitIndex(gitindex.listed(text))
+        decoded = GitIndex(gitindex.listed(text))  # (`paths_only`)
         for probe in _probes(paths):
             assert (probe in undecoded) is (probe in decoded) is (probe in paths), probe
         assert undecoded.ascii() and undecoded.gitlinks == frozenset()
@@ -84,7 +90,7 @@ def test_the_listing_as_git_wrote_it_answers_as_its_text(
     assert groups == rule.listed_collisions(decoded)
     if groups is not None:
         assert {frozenset(group) for group in groups} == plain(frozenset(paths))
-    assert undecoded.text == text and undecoded.listed == decoded.listed
+    assert undecoded.text == paths_only and undecoded.listed == decoded.listed
 
 
 def test_the_one_file_hook_decodes_no_listing_and_a_collision_only_its_folder(
@@ -115,11 +121,10 @@ def test_the_one_file_hook_decodes_no_listing_and_a_collision_only_its_folder(
     staged_collision(repo)
     assert precommit.case_collisions_main([f"{PAGES}/Home.md"]) == 1
     assert f"{PAGES}/Home.md:1:1: EV030" in capsys.readouterr().out
-    output = subprocess.run(["git", *gitindex.LS_FILES], cwd=repo, capture_output=True,
+    output = subprocess.run(["git", *gitindex.LS_PATHS], cwd=repo, capture_output=True,
                             check=True).stdout
-    regular = gitindex.REGULAR.encode()
-    folder = [entry for entry in output.split(regular) if entry.startswith(b"EchoesVault/p")]
-    assert decoded == [len(b"".join(folder)) + len(folder) * len(regular)] < [len(output)]
+    folder = [entry for entry in output.split(b"\0") if entry.startswith(b"EchoesVault/p")]
+    assert decoded == [len(b"".join(folder)) + len(folder)] < [len(output)]
     assert gitindex._started == {}
 
 
@@ -133,7 +138,7 @@ def test_the_vault_in_the_pathspec_lists_its_index_and_the_local_only_paths(
         write(repo, relative, "{}\n")
     git(repo, "add", "-f", "--", ".")
     assert "EchoesVault/index.md" not in gitindex.PATHSPEC
-    scope = ["git", *gitindex.LS_FILES[:-len(gitindex.PATHSPEC)], *gitindex.SCOPE]
+    scope = ["git", *gitindex.LS_PATHS[:-len(gitindex.PATHSPEC)], *gitindex.SCOPE]
     whole = subprocess.run(scope, cwd=repo, capture_output=True, check=True).stdout
     listed, cause = gitindex.output(repo)
     assert isinstance(listed, gitindex.Written) and cause is None
@@ -153,13 +158,12 @@ def test_a_listing_found_uncommon_while_git_wrote_it_is_not_searched_again(
     write(repo, f"{PAGES}/caf\u00e9.md", page())
     git(repo, "add", "-A")
     monkeypatch.setattr(gitindex, "_searched", lambda started, capitals=None: -1)
-    common: list[int] = []
-    real = gitindex._common
-    monkeypatch.setattr(gitindex, "_common",
-                        lambda data, clean, capitals=None: common.append(clean) or real(data, clean))
+    searched: list[int] = []
+    real = gitindex._search
+    monkeypatch.setattr(gitindex, "_search", lambda output, clean, written, capitals=None:
+                        searched.append(clean) or real(output, clean, written, capitals))
     listing, cause = gitindex.output(repo)
-    assert cause is None and common == []
-    assert not isinstance(listing, gitindex.Written)
-    assert list(GitIndex(listing)) == list(GitIndex(gitindex.listed(gitindex.text_of(
-        subprocess.run(["git", *gitindex.LS_FILES], cwd=repo, capture_output=True,
-                       check=True).stdout))))
+    assert cause is None and searched == []
+    assert listing == (tuple(gitindex._decode(subprocess.run(
+        ["git", *gitindex.LS_PATHS], cwd=repo, capture_output=True, check=True).stdout)),
+        frozenset())

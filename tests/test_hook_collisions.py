@@ -183,6 +183,11 @@ def listing(paths: list[str], modes: list[str], repeats: list[int]) -> str:
                    for path, mode, count in zip(sorted(set(paths)), modes, repeats))
 
 
+def common(paths: list[str], repeats: list[int]) -> str:
+    """Git's common listing (`LS_PATHS`) of `paths`: sorted, some listed once per stage."""
+    return "".join(f"{path}\0" * count for path, count in zip(sorted(set(paths)), repeats))
+
+
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(_ASCII_PATHS, st.lists(st.sampled_from(["100644", "100755", "120000"]), min_size=14,
                               max_size=14),
@@ -190,9 +195,11 @@ def listing(paths: list[str], modes: list[str], repeats: list[int]) -> str:
 def test_collisions_of_the_listing_are_those_of_folding_every_file_and_folder(
         below: list[str], modes: list[str], repeats: list[int]) -> None:
     """EV030 on Git's common listing itself (clean folders skipped in C, the rest split off)
-    finds what folding every path finds, with executables, links and unmerged paths."""
+    finds what folding every path finds, with executables, links and unmerged paths (the
+    listing with modes made the common one)."""
     files = frozenset(f"{VAULT}{path}" for path in below)
-    index = GitIndex(listing(list(files), modes, repeats))
+    index = GitIndex(gitindex.listed(listing(list(files), modes, repeats)))
+    assert index.text == common(list(files), repeats)
     groups = rule.listed_collisions(index)
     assert groups is not None
     assert {frozenset(group) for group in groups} == plain(files)
@@ -200,11 +207,10 @@ def test_collisions_of_the_listing_are_those_of_folding_every_file_and_folder(
 
 
 def test_a_listing_with_paths_outside_the_vault_is_left_to_the_sets() -> None:
-    assert rule.listed_collisions(GitIndex(listing([".codex/x", "EchoesVault/a"],
-                                                   ["100644"] * 2, [1, 1]))) is None
+    assert rule.listed_collisions(GitIndex(common([".codex/x", "EchoesVault/a"], [1, 1]))) is None
     assert rule.listed_collisions(GitIndex("")) == []
     # Git refuses an index out of order; a listing out of order still ends, left to the sets.
-    unsorted = "".join(f"{VAULT}{path}\0100644\0" for path in ("a/1", "z", "b/1"))
+    unsorted = "".join(f"{VAULT}{path}\0" for path in ("a/1", "z", "b/1"))
     assert rule.listed_collisions(GitIndex(unsorted)) is None
     assert rule.listed_collisions(GitIndex(((f"{VAULT}a",), frozenset()))) is None
 
@@ -251,7 +257,8 @@ def test_daily_like_listings_collide_as_by_folding_every_file_and_folder(
     trees walked on the listing, collisions only between folders or between a file and a
     folder: what folding every path finds."""
     files = frozenset(f"{VAULT}{path}" for path in below)
-    groups = rule.listed_collisions(GitIndex(listing(list(files), modes, repeats)))
+    groups = rule.listed_collisions(GitIndex(gitindex.listed(listing(list(files), modes,
+                                                                     repeats))))
     assert groups is not None
     assert {frozenset(group) for group in groups} == plain(files)
     assert all(len(group) == len(set(group)) for group in groups)
@@ -265,8 +272,7 @@ def test_date_folders_of_capital_names_are_checked_each_on_its_own() -> None:
     paths += ["daily/2026-01-02/20260102t120000z-1.md", "daily/2026-01-03/Sub/x.md",
               "daily/2026-01-03/sub", "daily/2026-01-0X/a.md", "daily/2026-01-0x/a.md"]
     files = frozenset(f"{VAULT}{path}" for path in paths)
-    groups = rule.listed_collisions(GitIndex(listing(sorted(files), ["100644"] * len(files),
-                                                     [1] * len(files))))
+    groups = rule.listed_collisions(GitIndex(common(sorted(files), [1] * len(files))))
     assert groups is not None
     assert {frozenset(group) for group in groups} == plain(files) != set()
     assert len(plain(files)) == 3

@@ -32,20 +32,20 @@ HOOK = str(Path(sysconfig.get_path("scripts")) / "echoes-lint-hook")
 
 @pytest.fixture()
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]:
-    """(folder, exit status when collected) of every `git ls-files` of the index the hook
-    started; None while it was never collected."""
+    """(folder, exit status when collected) of every listing of the index's paths the hook
+    started (`LS_PATHS`); None while it was never collected."""
     started: list[tuple[str, Optional[int]]] = []
     start, finish = gitindex._start, gitindex._finish
 
     def git_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
-        if args == gitindex.LS_FILES:
+        if args == gitindex.LS_PATHS:
             started.append((folder, None))
         return start(folder, args)
 
     def git_finish(begun: gitindex.Started, args: tuple[str, ...],
                    mapped: bool = False) -> tuple[Optional[gitindex.Buffer], Optional[str]]:
         output = finish(begun, args, mapped)
-        if args == gitindex.LS_FILES:
+        if args == gitindex.LS_PATHS:
             started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
@@ -57,7 +57,7 @@ def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]
 def test_the_listing_covers_the_vault_and_the_local_only_paths_of_the_engine() -> None:
     """The hook starts git before it loads the engine, so it spells the engine's paths out."""
     assert (engine.VAULT_DIR, *engine.LOCAL_ONLY_PATHS) == gitindex.SCOPE
-    for args in (gitindex.LS_FILES, gitindex.LS_STAGE, gitindex.DIFF_STAGED):
+    for args in (gitindex.LS_PATHS, gitindex.LS_FILES, gitindex.LS_STAGE, gitindex.DIFF_STAGED):
         assert args[-len(gitindex.PATHSPEC) - 1:] == ("--", *gitindex.PATHSPEC)
     # Each path of the scope is in the pathspec, or below a folder of it (the vault's index).
     assert all(path in gitindex.PATHSPEC or path.startswith(f"{engine.VAULT_DIR}/")
@@ -93,7 +93,8 @@ def test_a_listing_started_elsewhere_is_ended_and_the_check_lists_its_own(
 
     def remember() -> None:
         start()
-        processes.extend(process for process, _cause in gitindex._started.values() if process)
+        processes.extend(process for started in gitindex._started.values()
+                         for process, _cause in started if process)
 
     monkeypatch.setattr(gitindex, "start", remember)
     assert precommit.case_collisions_main([]) == 1
@@ -196,6 +197,7 @@ def test_the_listing_is_mapped_not_copied_and_an_empty_one_is_read(tmp_path: Pat
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "-q")
+    git(empty, "read-tree", "--empty")  # an index file, with no entry
     listed, cause = gitindex.output(empty)  # the common index, with no entry, as git wrote it
     assert cause is None and isinstance(listed, gitindex.Written) and listed.data == b""
 
@@ -252,9 +254,9 @@ gitindex._start = spy
 @pytest.mark.parametrize(("entry", "started"), [
     ("from echoes_lint.precommit import lint_main; sys.exit(lint_main(['EchoesVault/pages/Home.md']))",
      # The staged changes only when a finding asks whether its file is new.
-     [("ls-files", False), ("diff", True)]),
+     [("ls-files", False), ("rev-parse", False), ("diff", True)]),
     ("from echoes_lint.cli import main; sys.exit(main(['check', '--staged']))",
-     [("ls-files", False), ("diff", False)])])
+     [("ls-files", False), ("rev-parse", False), ("diff", False)])])
 def test_the_hooks_start_the_listing_before_the_engine_loads_and_list_once(
         tmp_path: Path, entry: str, started: list[tuple[str, bool]]) -> None:
     """The one-file hook and the plain Git hook (`check --staged`, which also asks for the

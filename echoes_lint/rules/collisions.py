@@ -169,7 +169,7 @@ def listed_collisions(index: GitIndex) -> Optional[list[list[str]]]:
                           for group in engine.name_collisions(fold))
         else:
             start, end, level = fold
-            paths = index.part(start, end).split("\0")[:-1:2]
+            paths = index.part(start, end).split("\0")[:-1]
             _below(paths, 0, len(paths), folder, index, groups, level)
     return groups
 

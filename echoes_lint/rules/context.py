@@ -55,7 +55,7 @@ def limited(items: Sequence[T], make: Callable[[T], Finding]) -> Iterator[Yielde
 
 class GitIndex(AbstractSet[str]):
     """The paths of a listing of Git's index (`gitindex.output`), as a set. Of the common index
-    (`gitindex.listed`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
+    (`gitindex.Written`: Git's output itself, ASCII, sorted by Git) a path is found by a binary
     search of that output (undecoded, as bytes, until a rule needs its text), and no path
     becomes a string of its own unless a rule goes through them all: the one-file hook at
     100,000 pages makes none, and decodes nothing."""
@@ -77,7 +77,7 @@ class GitIndex(AbstractSet[str]):
 
     @property
     def text(self) -> Optional[str]:
-        """Git's output (`<path>NUL<mode>NUL` each) when it is the common index."""
+        """Git's output (`<path>NUL` each) when it is the common index."""
         if self._text is None and self._data is not None:
             self._text = gitindex.text_of(self._data)
         return self._text
@@ -101,7 +101,7 @@ class GitIndex(AbstractSet[str]):
     def listed(self) -> tuple[str, ...]:
         """The paths in Git's order (sorted; an unmerged path once per stage)."""
         if self._paths is None:
-            self._paths = gitindex.by_format(self.text or "")[0]
+            self._paths = tuple(gitindex.fields(self.text or ""))
         return self._paths
 
     def frozen(self) -> frozenset[str]:
