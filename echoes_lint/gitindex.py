@@ -3,7 +3,7 @@
 A pre-commit hook starts the listing first (`start`), before it loads even the engine, so that
 git reads a large index while the linter's modules load; the check then takes it (`output`) or,
 elsewhere, lists the index itself. Git writes the listing into an unnamed file, not a pipe: it
-never waits for a reader, and the whole listing (6 MB at 100,000 pages) comes back in one read
+never waits for a reader, and the whole listing (3 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path alone: the mode, read only to find
 gitlinks, costs git ~50 ms more at 100,000 pages (`--format`), so it is asked for only when the
 index file git reads does not prove that it holds no gitlink (`_without_gitlink`, checked while
@@ -104,7 +104,7 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     if started is None:
         started = _start(str(root), LS_PATHS), _start(str(root), INDEX_FILE)
     paths, where = started
-    if _without_gitlink(str(root), where):  # (while git lists)
+    if _without_gitlink(str(root), where):  # (first: git may still be listing)
         capitals = Capitals()
         clean = _searched(paths, capitals)
         data, cause = _finish(paths, LS_PATHS, mapped=True)
@@ -347,11 +347,10 @@ def _marks(data: Union[str, Buffer]) -> tuple[Any, Any, Any]:
 def _listed_walk(data: Any, position: int, end: int, folder: Any, folds: Survey,
                  level: int, capitals: Optional[Capitals] = None) -> bool:
     """Add to `folds` what to fold below `folder`, whose entries are `data[position:end]` (each
-    a path ended by NUL; `folder` text or bytes as `data`). A
-    folder below whose first path has no capital is skipped if folding leaves all its paths
-    alone (`_listed_unchanged`); a folder of files alone (the date folders of daily entries:
-    capitals in every name) if lowering (ASCII folds so) keeps its names apart. False when the
-    listing is not sorted."""
+    a path ended by NUL; `folder` text or bytes as `data`). A folder below whose first path has
+    no capital is skipped if folding leaves all its paths alone (`_listed_unchanged`); a folder
+    of files alone (the date folders of daily entries: capitals in every name) if lowering
+    (ASCII folds so) keeps its names apart. False when the listing is not sorted."""
     slash, nul, zero = _marks(data)
     names = set()
     while position < end:
@@ -447,7 +446,7 @@ def at(text: Union[str, Buffer], key: Union[str, bytes]) -> int:
     nul = _marks(text)[1]
     low, high = 0, len(listing)  # each the start of an entry, or the end
     while low < high:
-        # The entry `middle` falls in (from `low`, where no NUL before it is found).
+        # The start of the entry holding the middle offset (`low`'s when no NUL ends one there).
         start = listing.rfind(nul, low, (low + high) // 2) + 1 or low
         end = _ended(listing, nul, start)
         if listing[start:end] < key:
