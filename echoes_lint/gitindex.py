@@ -6,9 +6,10 @@ elsewhere, lists the index itself. Git writes the listing into an unnamed file, 
 never waits for a reader, and the whole listing (3 MB at 100,000 pages) comes back in one read
 instead of a loop of 32 KB reads. Each entry is its path alone: the mode, read only to find
 gitlinks, costs git ~50 ms more at 100,000 pages (`--format`), so it is asked for only when the
-index file git reads does not prove that it holds no gitlink (`_without_gitlink`, checked while
-git lists). The common index (ASCII, no gitlink) stays git's output, undecoded, which a check
-searches (`Written`); any other comes out of one split, without a slice per entry.
+index file git reads does not prove that it holds no gitlink (`_Index`, proved before git
+starts, so that the listing with the modes starts as early where there is no proof). The
+common index (ASCII, no gitlink) stays git's output, undecoded, which a check searches
+(`Written`); any other comes out of one split, without a slice per entry.
 `check --staged` starts Git's staged diff the same way (`staged_diff`).
 """
 
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
     Fold = tuple[str, Union[list[str], tuple[int, int, int]]]
     Survey = list[Fold]
 
-_started: dict[str, tuple[Started, Started]] = {}  # (LS_PATHS, INDEX_FILE) by folder
+_started: dict[str, tuple[Started, Optional[_Index]]] = {}  # (listing, its proof) by folder
 _diffs: dict[str, Started] = {}
 
 
@@ -84,9 +85,21 @@ def start(folder: Optional[str] = None, staged: bool = False) -> None:
     key = os.path.realpath(folder)
     if key not in _started:
         discard()
-        _started[key] = _start(folder, LS_PATHS), _start(folder, INDEX_FILE)
+        _started[key] = _listing(folder)
     if staged and key not in _diffs:
         _diffs[key] = _start(folder, DIFF_STAGED)
+
+
+def _listing(folder: str) -> tuple[Started, Optional[_Index]]:
+    """Git listing the paths alone (`LS_PATHS`), and the index file that proves it holds no
+    gitlink, proved before git starts; else the listing with the modes (`LS_FILES`), started
+    here too: before the hook's imports, not after them."""
+    index = _Index.proving(folder)
+    if index is None:
+        return _start(folder, LS_FILES), None
+    paths = _start(folder, LS_PATHS)
+    index.named = _start(folder, INDEX_FILE)
+    return paths, index
 
 
 def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
@@ -100,21 +113,21 @@ def staged_diff(root: Path) -> tuple[Optional[bytes], Optional[str]]:
 def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     """(the listing, None) of the index in the engine workspace `root`, from the listing started
     for it if there is one; (None, why) when git fails, as `engine.git_output` says it."""
-    started = _started.pop(os.path.realpath(root), None)
-    if started is None:
-        started = _start(str(root), LS_PATHS), _start(str(root), INDEX_FILE)
-    paths, where = started
-    if _without_gitlink(str(root), where):  # (first: git may still be listing)
+    begun = _started.pop(os.path.realpath(root), None)
+    started, index = _listing(str(root)) if begun is None else begun
+    if index is not None:
         capitals = Capitals()
-        clean = _searched(paths, capitals)
-        data, cause = _finish(paths, LS_PATHS, mapped=True)
+        clean = _searched(started, capitals)
+        data, cause = _finish(started, LS_PATHS, mapped=True)
         if data is None:
+            index.close()
             return None, cause
-        if clean >= 0 and _search(data, clean, len(data), capitals) >= 0:
-            return Written(data, capitals), None
-        return (tuple(_decode(data)), frozenset()), None
-    _end(paths)
-    data, cause = _finish(_start(str(root), LS_FILES), LS_FILES, mapped=True)
+        if index.held():  # (after git's end: the file git read)
+            if clean >= 0 and _search(data, clean, len(data), capitals) >= 0:
+                return Written(data, capitals), None
+            return (tuple(_decode(data)), frozenset()), None
+        started = _start(str(root), LS_FILES)
+    data, cause = _finish(started, LS_FILES, mapped=True)
     if data is not None:
         return listed(text_of(data)), None
     # Git before 2.38 knows no --format (or it failed: the stages say whether it fails again).
@@ -122,54 +135,150 @@ def output(root: Path) -> tuple[Optional[Listed], Optional[str]]:
     return (None, cause) if data is None else (_by_stage(_decode(data)), None)
 
 
-def _without_gitlink(folder: str, where: Started) -> bool:
-    """Whether the index file that `where` (`INDEX_FILE` in `folder`) names proves that git
-    lists no gitlink: a regular file (opened without blocking: a FIFO is no proof) that
-    `_proven` accepts. False too when git or the file cannot say."""
-    named, _cause = _finish(where, INDEX_FILE)
-    if not named or named[-1:] != b"\n":
-        return False
-    import mmap
-    import stat
+class _Index:
+    """The index file whose bytes proved that git's listing of the paths alone holds no
+    gitlink, kept open while git lists. The proof holds for the file git read: the file was
+    opened and its identity taken (`seen`) before git started, stays open (its inode number
+    cannot be reused), and once git has ended its path still gives that identity (`held`);
+    git replaces an index only by renaming a new file over it and never renames an old one
+    back, so no other file was at the path meanwhile (an in-place write changes the size or
+    times). The path is a guess, git's default (`GIT_INDEX_FILE`, which `git commit` sets for
+    its hooks, else `.git/index`), which `held` accepts only if git names the same file
+    (`INDEX_FILE`, started beside the listing: git lists without waiting for it)."""
 
-    try:
-        descriptor = os.open(os.path.join(os.fsencode(folder), named[:-1]),
-                             os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError):  # (ValueError: a NUL in the name)
-        return False
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return False
-        with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as index:
-            return _proven(index)
-    except (OSError, ValueError, OverflowError):  # (ValueError: empty)
-        return False
-    finally:
+    __slots__ = ("descriptor", "name", "named", "path", "seen")
+
+    def __init__(self, name: bytes, path: bytes, descriptor: int, seen: tuple[int, ...]) -> None:
+        self.name, self.path, self.descriptor, self.seen = name, path, descriptor, seen
+        self.named: Started = None, "not asked"
+
+    @classmethod
+    def proving(cls, folder: str) -> Optional[_Index]:
+        """The index file git would read in `folder` by default, opened, if it is a regular file
+        (opened without blocking: a FIFO is no proof) whose bytes prove that git lists no gitlink
+        from it (`_proven`); else None."""
+        import mmap
+        import stat
+
+        name = os.fsencode(os.environ.get("GIT_INDEX_FILE") or os.path.join(".git", "index"))
+        path = os.path.join(os.fsencode(folder), name)
+        try:
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except (OSError, ValueError):  # (ValueError: a NUL in the name)
+            return None
+        try:
+            seen = os.fstat(descriptor)  # (before the bytes proved)
+            if stat.S_ISREG(seen.st_mode):
+                with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as index:
+                    if _proven(index):
+                        return cls(name, path, descriptor, _identity(seen))
+        except (OSError, ValueError, OverflowError):  # (ValueError: empty)
+            pass
         os.close(descriptor)
+        return None
+
+    def held(self) -> bool:
+        """Whether git names this file (`INDEX_FILE`) and the name still gives the file opened
+        and unchanged; the file is closed then."""
+        named, _cause = _finish(self.named, INDEX_FILE)
+        self.named = None, "taken"
+        try:
+            return named == self.name + b"\n" and _identity(os.stat(self.path)) == self.seen
+        except OSError:
+            return False
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        _end(self.named)
+        if self.descriptor >= 0:
+            os.close(self.descriptor)
+            self.descriptor = -1
+
+
+def _identity(status: os.stat_result) -> tuple[int, ...]:
+    """What of a file's status changes when a rename puts another file at its path, or when it
+    is written."""
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
 
 
 def _proven(index: Buffer) -> bool:
-    """Whether the bytes of an index file prove that it holds no gitlink: a version git's
-    format names (2, 3 or 4), a gitlink's mode field nowhere in it (not even by chance, in an
-    object id or a size: then no proof), and none of the entries ls-files lists without this
-    file holding them: those of a shared index (`link`: a split index), or those it expands
-    from the trees of folders (`sdir`: a sparse index)."""
+    """Whether the bytes of an index file prove that git lists no gitlink from it: a version
+    git's format names (2, 3 or 4), no entry of a gitlink in the listing's scope that could
+    sit where a gitlink's mode field is found (`_gitlink_at`; in version 4, whose entries
+    `_gitlink_at` cannot place, no such field at all), and no extension that makes git list
+    entries this file does not hold (`_extension_at`): those of a shared index (`link`: a
+    split index), or those it expands from the trees of folders (`sdir`: a sparse index)."""
     if index[:4] != b"DIRC" or index[4:8] not in (b"\0\0\0\2", b"\0\0\0\3", b"\0\0\0\4"):
         return False
     import re
 
-    # The extensions follow the entries, each of 64 bytes at least: not searched for there.
-    extensions = 12 + 64 * int.from_bytes(index[8:12], "big")
     # Searched by `re`, which skips to the rare first byte of each pattern in C: 2-3 times as
     # fast as `find`, which the frequent NULs of an index hold back (12 MB at 100,000 pages).
-    return not (re.compile(_GITLINK_SEARCH).search(index)
-                or re.compile(b"link").search(index, extensions)
-                or re.compile(b"sdir").search(index, extensions))
+    # Each field found is checked: sizes, inode numbers, object ids hold its bytes by chance.
+    if any(index[7] == 4 or _gitlink_at(index, found.end() - len(GITLINK_FIELD))
+           for found in re.compile(_GITLINK_SEARCH).finditer(index)):
+        return False
+    # The extensions follow the entries, each of 64 bytes at least: not searched for there.
+    extensions = 12 + 64 * int.from_bytes(index[8:12], "big")
+    # A folder's name in the `TREE` extension may hold the names, too.
+    chains: dict[int, bool] = {}
+    return not any(_extension_at(index, found.start(), chains)
+                   for signature in (b"link", b"sdir")  # (apart: `re` is slow on `link|sdir`)
+                   for found in re.compile(signature).finditer(index, extensions))
 
 
 # `GITLINK_FIELD` as a pattern (none of its bytes is special), found by its third byte (rare in
 # an index), then the bytes around it.
 _GITLINK_SEARCH = GITLINK_FIELD[2:] + b"(?<=" + GITLINK_FIELD + b")"
+# The object id's size in each hash function git knows (SHA-1, SHA-256): an entry's and the
+# checksum's that ends the file.
+_ID_SIZES = (20, 32)
+_LONG_NAME = 0xFFF  # an entry's name length field when the name is that long or longer
+_EXTENDED = 0x4000  # an entry's flag: 2 more bytes of flags follow
+
+
+def _gitlink_at(index: Buffer, mode: int) -> bool:
+    """Whether a version 2 or 3 entry whose mode field is at `mode` could be a gitlink in the
+    listing's scope: the mode and 3 more fields of 4 bytes, the object id, the flags (2 or 4
+    bytes), then the path, which ends with NUL and whose length the flags' low 12 bits give."""
+    for size in _ID_SIZES:
+        flags_at = mode + 16 + size
+        flags = int.from_bytes(index[flags_at:flags_at + 2], "big")
+        start = flags_at + (4 if flags & _EXTENDED else 2)
+        end = index.find(b"\0", start)
+        length = flags & _LONG_NAME
+        if end >= 0 and (end - start == length or length == _LONG_NAME <= end - start) \
+                and _in_scope(index[start:end]):
+            return True
+    return False
+
+
+# The pathspec, lowered: `GIT_ICASE_PATHSPECS` makes git match it whatever the case.
+_SCOPE_LOWER = tuple(path.lower().encode("ascii") for path in PATHSPEC)
+
+
+def _in_scope(path: bytes) -> bool:
+    """Whether git's listing may hold `path`: a pathspec, below one (a folder), or a folder
+    above one (git matches a gitlink as a folder)."""
+    lower = path.lower()
+    return any(lower == each or lower.startswith(each + b"/") or each.startswith(lower + b"/")
+               for each in _SCOPE_LOWER)
+
+
+def _extension_at(index: Buffer, position: int, chains: dict[int, bool]) -> bool:
+    """Whether an extension could start at `position`: each extension is a 4-byte signature,
+    its 4-byte size and that many bytes, and the last is followed by the checksum alone, so
+    the chain from a real one lands on the checksum. `chains`: that answer for each position
+    walked already (each is walked once: linear in the file)."""
+    walked = []
+    ends = {len(index) - size for size in _ID_SIZES}
+    while position not in chains and position not in ends and position + 8 <= max(ends):
+        walked.append(position)
+        position += 8 + int.from_bytes(index[position + 4:position + 8], "big")
+    landed = chains.get(position, position in ends)
+    chains.update(dict.fromkeys(walked, landed))
+    return landed
 
 
 def text_of(data: Buffer) -> str:
@@ -466,7 +575,11 @@ def _ended(listing: Any, nul: Any, start: int) -> int:
 
 def discard() -> None:
     """End the listings nobody took (a hook without a vault there, or with one elsewhere)."""
-    for started in (*itertools.chain.from_iterable(_started.values()), *_diffs.values()):
+    for started, index in _started.values():
+        _end(started)
+        if index is not None:
+            index.close()
+    for started in _diffs.values():
         _end(started)
     _started.clear()
     _diffs.clear()

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import pytest
 from conftest import git
@@ -30,22 +30,26 @@ from echoes_lint.rules import GIT_CODES
 HOOK = str(Path(sysconfig.get_path("scripts")) / "echoes-lint-hook")
 
 
+LISTINGS = (gitindex.LS_PATHS, gitindex.LS_FILES)
+
+
 @pytest.fixture()
 def listings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Optional[int]]]:
-    """(folder, exit status when collected) of every listing of the index's paths the hook
-    started (`LS_PATHS`); None while it was never collected."""
+    """(folder, exit status when collected) of every listing of the index the hook started
+    (`LS_PATHS`, or `LS_FILES` where the index proves nothing); None while it was never
+    collected."""
     started: list[tuple[str, Optional[int]]] = []
     start, finish = gitindex._start, gitindex._finish
 
     def git_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
-        if args == gitindex.LS_PATHS:
+        if args in LISTINGS:
             started.append((folder, None))
         return start(folder, args)
 
     def git_finish(begun: gitindex.Started, args: tuple[str, ...],
                    mapped: bool = False) -> tuple[Optional[gitindex.Buffer], Optional[str]]:
         output = finish(begun, args, mapped)
-        if args == gitindex.LS_PATHS:
+        if args in LISTINGS:
             started[-1] = (started[-1][0], getattr(begun[0], "returncode", None))
         return output
 
@@ -88,13 +92,13 @@ def test_a_listing_started_elsewhere_is_ended_and_the_check_lists_its_own(
     repo = vault_repo(tmp_path / "repo")
     staged_collision(repo)
     monkeypatch.chdir(repo / "EchoesVault")  # a hook run by hand, below the vault's workspace
-    processes: list[subprocess.Popen[bytes]] = []
+    processes: list[Union[subprocess.Popen[bytes], gitindex._Spawned]] = []
     start = gitindex.start
 
     def remember() -> None:
         start()
-        processes.extend(process for started in gitindex._started.values()
-                         for process, _cause in started if process)
+        processes.extend(process for (process, _sink), _index in gitindex._started.values()
+                         if process)
 
     monkeypatch.setattr(gitindex, "start", remember)
     assert precommit.case_collisions_main([]) == 1
