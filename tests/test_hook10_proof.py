@@ -1,0 +1,194 @@
+"""The proof that git's listing of the paths alone holds no gitlink: trusted only for the index
+file git read (an index replaced before or after git lists is not), defeated only by what could
+really be a gitlink in the listing's scope or an extension that adds entries (a submodule
+outside the vault, or a folder whose name holds `link`, keeps the paths alone), and, where it
+fails, the listing with the modes starts before the hook's imports."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+from helpers_check import PAGES, commit, vault_repo, write
+from test_hook9_gitlinks import FOUND, MODE, SUB, add_gitlink, hook, index_bytes, logging_git, with_modes
+from test_hook_listing import staged_collision
+
+from echoes_lint import gitindex
+
+
+def swapping_git(tmp_path: Path, repo: Path, replacement: Path,
+                 after: bool) -> tuple[dict[str, str], Path]:
+    """The environment of a hook whose `git` logs each command line and, at the listing of the
+    paths alone, renames `replacement` over the index as git does: before git lists, or (`after`)
+    once it has listed; `rev-parse` then waits for that rename, so the index is checked after it
+    whenever the hook checks it after git's listing."""
+    real = shutil.which("git")
+    assert real is not None
+    folder, log, done = tmp_path / "bin", tmp_path / "git.log", tmp_path / "swapped"
+    folder.mkdir()
+    index = repo / ".git" / "index"
+    swap = (f"mv {shlex.quote(str(replacement))} {shlex.quote(str(index))}; "
+            f": > {shlex.quote(str(done))}")
+    paths_only = 'case "$*" in *" ls-files "*--format*) ;; *" ls-files "*) { '
+    run = (f'{paths_only}"{real}" "$@"; status=$?; {swap}; exit $status; }};; esac\n' if after
+           else f'{paths_only}{swap}; }};; esac\n')
+    wait = (f'case "$*" in *" rev-parse "*) i=0; while [ ! -e {shlex.quote(str(done))} ] '
+            f'&& [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done;; esac\n')
+    (folder / "git").write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(log))}\n'
+                                f'{run}{wait}exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    (folder / "git").chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+@pytest.mark.parametrize("after", [False, True])
+def test_an_index_replaced_around_the_listing_is_not_trusted(tmp_path: Path, after: bool) -> None:
+    """Git renames a new index over the old one while the hook runs (an IDE's `git add` beside a
+    plain `git commit`, which runs hooks on the real index without its lock). Before git lists:
+    the file proved is not the one git read. After git listed (it read the index with the
+    gitlink; the hook would prove the clean one that replaced it, as before this change): the
+    gitlink git listed as a path is still reported, with the modes listed."""
+    repo = vault_repo(tmp_path / "repo")
+    clean = tmp_path / "clean-index"
+    shutil.copyfile(repo / ".git" / "index", clean)
+    add_gitlink(repo)
+    linked = tmp_path / "linked-index"
+    shutil.copyfile(repo / ".git" / "index", linked)
+    if not after:  # the clean index first, the one with the gitlink renamed over it
+        shutil.copyfile(clean, repo / ".git" / "index")
+    env, log = swapping_git(tmp_path, repo, linked if not after else clean, after)
+    run = hook(repo, env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert FOUND in run.stdout
+    assert with_modes(log)
+    if not after:
+        assert MODE in index_bytes(repo)  # the rename took place
+
+
+def test_an_index_git_does_not_name_proves_nothing(tmp_path: Path) -> None:
+    """The hook proves `.git/index` before git names the index it reads; when git names
+    another, the modes are listed."""
+    real = shutil.which("git")
+    assert real is not None
+    repo = vault_repo(tmp_path / "repo")
+    staged_collision(repo)
+    folder, log = tmp_path / "bin", tmp_path / "git.log"
+    folder.mkdir()
+    (folder / "git").write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" >> {shlex.quote(str(log))}\n'
+        'case "$*" in *" rev-parse --git-path index"*) echo .git/other-index; exit 0;; esac\n'
+        f'exec {shlex.quote(real)} "$@"\n', encoding="utf-8")
+    (folder / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    run = hook(repo, env, f"{PAGES}/Home.md")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{PAGES}/Home.md:1:1: EV030 new file" in run.stdout
+    assert with_modes(log)
+
+
+def test_a_submodule_outside_the_vault_and_a_folder_named_linked_keep_the_paths_alone(
+        tmp_path: Path) -> None:
+    """A gitlink's mode field (of a submodule outside the listing's scope) and `link`/`sdir`
+    in folder names (the `TREE` extension lists them) are no reason to list the modes (before:
+    each defeated the proof); the hook finds what it finds with them."""
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, "linked/sdir/notes.txt", "notes\n")
+    commit(repo, "linked")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},vendor/sub")
+    git(repo, "commit", "-q", "--no-verify", "-m", "submodule")
+    staged_collision(repo)
+    git(repo, "write-tree")  # the `TREE` extension whole: every folder's name
+    index = index_bytes(repo)
+    assert MODE in index and b"linked\0" in index and b"sdir\0" in index
+    env, log = logging_git(tmp_path)
+    run = hook(repo, env, f"{PAGES}/Home.md")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{PAGES}/Home.md:1:1: EV030 new file" in run.stdout
+    assert not with_modes(log), log.read_text(encoding="utf-8")
+
+
+def test_the_listing_with_the_modes_starts_before_the_imports(tmp_path: Path) -> None:
+    """Where the index proves nothing (a gitlink in the vault), the hook starts the listing with
+    the modes where it starts the listing (before: after its imports, once the proof failed):
+    it costs what the listing always cost."""
+    repo = vault_repo(tmp_path / "repo")
+    add_gitlink(repo)
+    spy = ("import sys\n"
+           "from echoes_lint import gitindex, precommit\n"
+           "started, start = [], gitindex._start\n"
+           "def spied(folder, args):\n"
+           "    started.append((args == gitindex.LS_FILES, 'echoes_lint.check' in sys.modules))\n"
+           "    return start(folder, args)\n"
+           "gitindex._start = spied\n"
+           f"status = precommit.lint_main([{PAGES + '/home.md'!r}])\n"
+           "print(status, started)\n")
+    run = subprocess.run([sys.executable, "-c", spy], cwd=repo, capture_output=True, text=True,
+                         check=False, timeout=120)
+    assert FOUND in run.stdout, run.stdout + run.stderr
+    status, started = run.stdout.splitlines()[-1].split(" ", 1)
+    assert status == "1"
+    assert "(True, False)" in started and "(True, True)" not in started, started
+
+
+SHA1 = 20
+
+
+def entry(path: bytes, mode: bytes = MODE, size: int = SHA1, extended: bool = False) -> bytes:
+    """An index entry (versions 2 and 3): 24 bytes of status, the mode, 12 more, the object
+    id, the flags (the name's length; 2 more bytes when `extended`), the path, NULs to 8."""
+    flags = min(len(path), 0xFFF) | (0x4000 if extended else 0)
+    head = bytes(24) + mode + bytes(12) + bytes(size) + flags.to_bytes(2, "big") \
+        + (bytes(2) if extended else b"") + path
+    return head + bytes(8 - len(head) % 8)
+
+
+def index_of(*entries: bytes, extensions: bytes = b"", version: int = 2, size: int = SHA1) -> bytes:
+    return (b"DIRC" + version.to_bytes(4, "big") + len(entries).to_bytes(4, "big")
+            + b"".join(entries) + extensions + b"\x11" * size)
+
+
+def extension(signature: bytes, data: bytes) -> bytes:
+    return signature + len(data).to_bytes(4, "big") + data
+
+
+TREE_LINKED = extension(b"TREE", b"\0-1 1\nlinked\0-1 0\nsdir\0-1 0\n")
+
+
+@pytest.mark.parametrize(("index", "proven"), [
+    (index_of(entry(SUB.encode())), False),
+    (index_of(entry(SUB.encode(), size=32), size=32), False),  # SHA-256
+    (index_of(entry(SUB.encode(), extended=True), version=3), False),
+    (index_of(entry(b"EchoesVault")), False),
+    (index_of(entry(b"echoesvault/Sub")), False),  # `GIT_ICASE_PATHSPECS`
+    (index_of(entry(b".echoes-vault/state.json/x")), False),
+    (index_of(entry(b".echoes-vault")), False),  # above a pathspec
+    (index_of(entry(b"EchoesVault/" + b"a" * 5000)), False),  # a name too long for its field
+    (index_of(entry(SUB.encode()), version=4), False),  # version 4: any mode field found
+    (index_of(entry(b"vendor/sub")), True),  # outside the scope
+    (index_of(entry(b"EchoesVaultX/sub")), True),
+    (index_of(entry(b"a"), entry(b"EchoesVault/a", mode=b"\0\0\x81\xa4")), True),
+    # The gitlink mode's bytes in a size field: no entry can sit there.
+    (index_of(entry(b"EchoesVault/a", mode=b"\0\0\x81\xa4")[:36] + MODE
+              + entry(b"EchoesVault/a", mode=b"\0\0\x81\xa4")[40:]), True),
+    (index_of(entry(b"a"), extensions=TREE_LINKED), True),
+    (index_of(entry(b"a"), extensions=extension(b"link", bytes(20))), False),
+    (index_of(entry(b"a"), extensions=TREE_LINKED + extension(b"sdir", b"")), False),
+    (index_of(entry(b"a"), extensions=extension(b"sdir", b"") + TREE_LINKED), False),
+    (index_of(entry(b"a"), extensions=extension(b"link", bytes(32)), size=32), False),
+    (index_of(entry(b"a"), extensions=b"link" + (2**32 - 1).to_bytes(4, "big")), True),
+])
+def test_the_proof_rejects_only_what_could_be_real(index: bytes, proven: bool) -> None:
+    assert gitindex._proven(index) is proven
+
+
+def test_the_extension_chains_are_walked_once() -> None:
+    """A `TREE` extension packed with `link`s, each whose size leads to the next: each position
+    is walked once (linear), and none lands on the checksum."""
+    names = b"".join(b"link" + (8 * 0).to_bytes(4, "big") for _ in range(20000))
+    assert gitindex._proven(index_of(entry(b"a"), extensions=extension(b"TREE", names) + b"x"))
