@@ -336,8 +336,8 @@ def _byte_position(data: bytes, offset: int) -> Tuple[int, int]:
 
 
 # Up to this many bytes a digest comes from the interpreter's own SHA-256 module: `hashlib` loads
-# OpenSSL (5-15 ms of a start), which hashes 5-6 times faster but wins that back only past a
-# few megabytes (`ci` at 5,000 pages digests a 0.4 MB index: ~2 ms here).
+# OpenSSL (5-11 ms of a start), which hashes 5-6 times faster but wins that back only past about
+# a megabyte (`ci` at 5,000 pages digests a 0.4 MB index: 2.5 ms).
 BUILTIN_SHA256_BYTES = 1 << 20
 
 
