@@ -233,9 +233,7 @@ def without_commands(text: str) -> str:
     `::TOKEN::` the runner ignores every workflow command, both `::cmd::` lines and the legacy
     `##[cmd]` form anywhere in a line. The token is derived from the text, so the text cannot
     hold the line that ends the block (it would have to contain its own hash)."""
-    import hashlib  # only under Actions: it loads OpenSSL (~4 ms)
-
-    token = "echoes-lint-" + hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+    token = f"echoes-lint-{engine.digest(text.encode('utf-8', 'backslashreplace'))}"
     return f"::stop-commands::{token}\n{text}::{token}::\n"
 
 
@@ -325,10 +323,7 @@ def output_lines(name: str, value: str) -> str:
     delimiter derived from the value, which therefore cannot occur in it."""
     if "\n" not in value and "\r" not in value:
         return f"{name}={value}\n"
-    import hashlib  # only for a multi-line output: it loads OpenSSL (~4 ms)
-
-    delimiter = "ECHOES_LINT_" + hashlib.sha256(value.encode("utf-8", "backslashreplace")
-                                                ).hexdigest()
+    delimiter = f"ECHOES_LINT_{engine.digest(value.encode('utf-8', 'backslashreplace'))}"
     return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
 
 
