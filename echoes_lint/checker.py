@@ -629,18 +629,17 @@ def _daily_document(row: _Daily) -> engine.Document:
     return document
 
 
-# A row made into its document, beside the row (its size, mtime and mode: fields 1 to 3 of
-# either kind), until the walk takes it.
+# A row made into its document and its file's facts (`_file_facts` of its size, mtime and
+# mode: fields 1 to 3 of either kind), until the walk takes it.
 if TYPE_CHECKING:
-    _Taken = tuple[engine.Document, tuple[Any, ...]]
+    _Taken = tuple[engine.Document, os.stat_result]
 
 
-def _walked(taken: _Taken, relative: str) -> tuple[engine.Document, os.stat_result]:
+def _walked(taken: _Taken, relative: str) -> _Taken:
     """What `load` gives of a worker's file as the walk reaches it: its path the walk's own
     string, the one its `Scan.files` key holds (not a second one per file)."""
-    document, row = taken
-    document.path = relative
-    return document, _file_facts(row[3], row[1], row[2])
+    taken[0].path = relative
+    return taken
 
 
 class _PageWorker:
@@ -765,11 +764,13 @@ class _PageWorker:
         if self.broken:
             return
         try:
-            # Made into documents here, while the worker still reads, rather than one by one
-            # as the walk takes them once it is done, when the second CPU has nothing to do.
+            # Made into documents and facts here, while the worker still reads, rather than
+            # one by one as the walk takes them once it is done, when the second CPU has
+            # nothing to do.
             for kind, rows in _frames(self, final):
                 make = _lean_document if kind == "p" else _daily_document
-                self.decoded[kind].update((row[0], (make(row), row)) for row in rows)
+                self.decoded[kind].update((row[0], (make(row), _file_facts(row[3], row[1], row[2])))
+                                         for row in rows)
         except (ValueError, KeyError, TypeError):
             self.broken = True
 
