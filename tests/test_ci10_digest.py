@@ -45,10 +45,18 @@ def test_ci_under_actions_imports_no_hashlib(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1000, LIMIT - 1, LIMIT, LIMIT + 1, 3 * LIMIT])
-def test_every_digest_is_sha256_below_and_above_the_limit(size: int) -> None:
+def test_every_digest_is_sha256_below_and_above_the_limit(size: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each branch of `_sha256` as a fresh process takes it: OpenSSL not loaded yet (this test
+    module's `hashlib` has loaded it), the interpreter's own module up to the limit."""
+    monkeypatch.delitem(sys.modules, "_hashlib", raising=False)
     data = bytes(range(256)) * (size // 256) + b"\xe9" * (size % 256)
     wanted = hashlib.sha256(data).hexdigest()
+    builtin = "_sha2" if sys.version_info >= (3, 12) else "_sha256"
+    assert (type(engine._sha256(data)).__module__ == builtin) is (size <= LIMIT)
+    monkeypatch.delitem(sys.modules, "_hashlib", raising=False)
     assert engine._sha256(data).hexdigest() == wanted == engine.digest(data)
+    monkeypatch.delitem(sys.modules, "_hashlib", raising=False)
     streamed = engine._sha256(more=size)
     for start in range(0, size, 1 << 16):
         streamed.update(data[start:start + (1 << 16)])

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git
-from helpers_check import PAGES, commit, vault_repo, write
+from conftest import git, init_repo, make_vault
+from helpers_check import PAGES, commit, page, vault_repo, write
 from test_hook9_gitlinks import FOUND, MODE, SUB, add_gitlink, hook, index_bytes, logging_git, with_modes
-from test_hook_listing import staged_collision
+from test_hook_listing import HOOK, staged_collision
 
 from echoes_lint import gitindex
 
@@ -170,6 +170,7 @@ TREE_LINKED = extension(b"TREE", b"\0-1 1\nlinked\0-1 0\nsdir\0-1 0\n")
     (index_of(entry(b".echoes-vault")), False),  # above a pathspec
     (index_of(entry(b"EchoesVault/" + b"a" * 5000)), False),  # a name too long for its field
     (index_of(entry(SUB.encode()), version=4), False),  # version 4: any mode field found
+    (index_of(entry(b"docs/" + SUB.encode())), False),  # a vault in `docs/`: git runs there
     (index_of(entry(b"vendor/sub")), True),  # outside the scope
     (index_of(entry(b"EchoesVaultX/sub")), True),
     (index_of(entry(b"a"), entry(b"EchoesVault/a", mode=b"\0\0\x81\xa4")), True),
@@ -192,3 +193,61 @@ def test_the_extension_chains_are_walked_once() -> None:
     is walked once (linear), and none lands on the checksum."""
     names = b"".join(b"link" + (8 * 0).to_bytes(4, "big") for _ in range(20000))
     assert gitindex._proven(index_of(entry(b"a"), extensions=extension(b"TREE", names) + b"x"))
+
+
+def test_a_gitlink_in_a_vault_in_a_subfolder_is_found_with_an_absolute_index_file(
+        tmp_path: Path) -> None:
+    """`git commit -a`, `git commit <paths>` and any commit in a linked worktree name their index
+    to the hook by an absolute `GIT_INDEX_FILE`, which git names back from any folder. The
+    hook of a vault in `docs/` lists in `docs/`, whose pathspec is relative to it while the index
+    holds paths from the top: the gitlink at `docs/EchoesVault/assets/sub` defeats the proof
+    (before: out of scope, the paths alone listed and EV046 lost)."""
+    repo = init_repo(tmp_path / "repo")
+    docs = repo / "docs"
+    docs.mkdir()
+    make_vault(docs)
+    write(docs, f"{PAGES}/home.md", page(summary="Start here."))
+    commit(repo, "vault")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},docs/{SUB}")
+    env, log = logging_git(tmp_path)
+    env["GIT_INDEX_FILE"] = str(repo / ".git" / "index")
+    run = subprocess.run([HOOK, "--vault-dir", "docs/EchoesVault", f"docs/{PAGES}/home.md"],
+                         cwd=repo, capture_output=True, text=True, check=False, timeout=120,
+                         env=env)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"docs/{FOUND}" in run.stdout
+    assert with_modes(log)
+
+
+def test_a_listing_with_the_modes_of_the_common_index_is_not_decoded(tmp_path: Path) -> None:
+    """Where the proof fails though the vault holds no gitlink (a version 4 index and a
+    submodule elsewhere), the listing with the modes becomes the common listing's bytes with the
+    modes cut out (before: decoded and split into a string per path), and the hook finds what
+    it found (a staged capital twin)."""
+    repo = vault_repo(tmp_path / "repo")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},vendor/sub")
+    git(repo, "commit", "-q", "--no-verify", "-m", "submodule")
+    git(repo, "update-index", "--index-version", "4")
+    staged_collision(repo)
+    gitindex.discard()
+    listing, cause = gitindex.output(repo)
+    assert cause is None and isinstance(listing, gitindex.Written)
+    assert bytes(listing.data).split(b"\0")[:-1] == [
+        path.encode() for path in git(repo, "ls-files", "-z", "--", *gitindex.PATHSPEC).split("\0")[:-1]]
+    env, log = logging_git(tmp_path)
+    run = hook(repo, env, f"{PAGES}/Home.md")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{PAGES}/Home.md:1:1: EV030 new file" in run.stdout
+    assert with_modes(log), log.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("listing", [
+    b"EchoesVault/a\x00100755\x00",  # not a regular file
+    b"EchoesVault/sub\x00160000\x00",  # a gitlink
+    "EchoesVault/\u00e9\x00100644\x00".encode(),  # not ASCII
+])
+def test_any_other_listing_with_the_modes_is_decoded(listing: bytes) -> None:
+    assert gitindex._without_modes(listing) is None
+    assert gitindex._without_modes(listing * 2 + b"EchoesVault/b\x00100644\x00") is None
