@@ -48,26 +48,24 @@ def swapping_git(tmp_path: Path, repo: Path, replacement: Path,
 
 @pytest.mark.parametrize("after", [False, True])
 def test_an_index_replaced_around_the_listing_is_not_trusted(tmp_path: Path, after: bool) -> None:
-    """Git renames a new index over the old one while the hook runs (an IDE's `git add` beside a
-    plain `git commit`, which runs hooks on the real index without its lock). Before git lists:
-    the file proved is not the one git read. After git listed (it read the index with the
-    gitlink; the hook would prove the clean one that replaced it, as before this change): the
-    gitlink git listed as a path is still reported, with the modes listed."""
+    """Git renames a new index, which holds a gitlink, over the proved one while the hook runs
+    (an IDE's `git add` beside a plain `git commit`, which runs hooks on the real index without
+    its lock). Before git lists: the file proved is not the one git read (which lists the
+    gitlink as a path). After git listed: the file at the path is no longer the one proved.
+    Either way the proof is not trusted, the modes are listed, and the gitlink is reported."""
     repo = vault_repo(tmp_path / "repo")
     clean = tmp_path / "clean-index"
     shutil.copyfile(repo / ".git" / "index", clean)
     add_gitlink(repo)
     linked = tmp_path / "linked-index"
     shutil.copyfile(repo / ".git" / "index", linked)
-    if not after:  # the clean index first, the one with the gitlink renamed over it
-        shutil.copyfile(clean, repo / ".git" / "index")
-    env, log = swapping_git(tmp_path, repo, linked if not after else clean, after)
+    shutil.copyfile(clean, repo / ".git" / "index")  # proved; the gitlink's renamed over it
+    env, log = swapping_git(tmp_path, repo, linked, after)
     run = hook(repo, env)
     assert run.returncode == 1, run.stdout + run.stderr
     assert FOUND in run.stdout
     assert with_modes(log)
-    if not after:
-        assert MODE in index_bytes(repo)  # the rename took place
+    assert MODE in index_bytes(repo)  # the rename took place
 
 
 def test_an_index_git_does_not_name_proves_nothing(tmp_path: Path) -> None:
@@ -188,11 +186,32 @@ def test_the_proof_rejects_only_what_could_be_real(index: bytes, proven: bool) -
     assert gitindex._proven(index) is proven
 
 
+class _Counted:
+    """Bytes that count the reads made of them."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.reads = data, 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, key: slice) -> bytes:
+        self.reads += 1
+        return self.data[key]
+
+
 def test_the_extension_chains_are_walked_once() -> None:
-    """A `TREE` extension packed with `link`s, each whose size leads to the next: each position
-    is walked once (linear), and none lands on the checksum."""
-    names = b"".join(b"link" + (8 * 0).to_bytes(4, "big") for _ in range(20000))
-    assert gitindex._proven(index_of(entry(b"a"), extensions=extension(b"TREE", names) + b"x"))
+    """A `TREE` extension packed with `link`s, each whose size leads to the next: none lands on
+    the checksum, and each position is walked once over all of them (linear; walked from each
+    `link` anew, 2,000 of them would take 2,000,000 reads)."""
+    names = b"".join(b"link" + (8 * 0).to_bytes(4, "big") for _ in range(2000))
+    data = index_of(entry(b"a"), extensions=extension(b"TREE", names) + b"x")
+    assert gitindex._proven(data)
+    found = [at for at in range(len(data)) if data.startswith(b"link", at)]
+    counted, chains = _Counted(data), {}  # type: ignore[var-annotated]
+    assert len(found) == 2000
+    assert not any(gitindex._extension_at(counted, at, chains) for at in found)  # type: ignore[arg-type]
+    assert counted.reads <= len(found) + 2
 
 
 def test_a_gitlink_in_a_vault_in_a_subfolder_is_found_with_an_absolute_index_file(
