@@ -140,8 +140,11 @@ def test_a_page_git_does_not_look_at_is_never_vouched_for(repo: Path, tmp_path: 
 
 def test_a_new_index_is_vouched_for_again(repo: Path, tmp_path: Path) -> None:
     git(repo, "add", "-A")  # the daily entry: the index is written again
-    time.sleep(1.1)  # (so that the entry, changed just before, is no longer racy for Git)
-    git(repo, "update-index", "--really-refresh")
+    # Written again over 1 s later, so that the entry, changed just before, is not racy for
+    # the writer. (`--really-refresh` alone writes only when Git finds the entry racy, which
+    # depends on where a second boundary falls between the entry and `add`.)
+    time.sleep(1.1)
+    git(repo, "update-index", "--really-refresh", "--force-write-index")
     first = append(repo, tmp_path / "scratch")
     assert first["gitMatched"] == 0 and first["git"] is not None
     assert append(repo, tmp_path / "scratch")["gitMatched"] > len(NAMES)
