@@ -2147,13 +2147,15 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
             except OSError:
                 scan.unreadable.append(relative_dir)
                 continue
+        walked = cache.pages_walked(scan, entries) if in_pages and cache is not None \
+            else entries
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
         known = cache.listed[1] if quick is not None and cache is not None \
             and cache.listed[0] == relative_dir else {}
         in_daily = relative_dir == _DAILY_DIR or relative_dir.startswith(_DAILY_PREFIX)
-        for entry in entries:
+        for entry in walked:
             name = entry.name
             relative = f"{relative_dir}/{name}"
             if quick is not None and relative in quick and cache is not None:
@@ -2195,7 +2197,7 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
     # The last listing and what `match_folder` took of its files (pages/ comes last when Git
     # did not vouch for it: ~35 MB at 100,000 pages, and a reader's stats 70 MB more) are let
     # go, the walk's own name for them included, before `settle` builds what the command holds.
-    entries, known = [], {}
+    entries, walked, known = [], (), {}
     if cache is not None:
         cache.listed = ("", {})
     if index is not None:
@@ -2637,6 +2639,13 @@ class FileCache:
         if rebuild:  # decoded now, while little else is held: `_keep` frees what it compares
             self.entries = self.entries
         return self
+
+    def pages_walked(self, scan: Scan, entries: List[os.DirEntry[str]],
+                     ) -> Iterable[os.DirEntry[str]]:
+        """The entries of pages/ (sorted by name) that the walk files itself, in their order:
+        all of them here. A reader that has some pages' documents already may file those in
+        `scan` itself, as the walk would, as it gives the others."""
+        return entries
 
     def report(self) -> Dict[str, Any]:
         return {"path": CACHE_PATH, "state": self.state, "reason": self.reason,

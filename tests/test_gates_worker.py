@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 import pytest
 from helpers_check import PAGES, commit, page, vault_repo, write
 
-from echoes_lint import checker
+from echoes_lint import checker, engine
 from echoes_lint.check import main as check_main
 from echoes_lint.check import render_result
 from echoes_lint.checker import CheckResult, run_checks
@@ -308,3 +308,28 @@ def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
 
 def _page_row(name: str) -> tuple[Any, ...]:
     return (name, 9, 2.5, 0o100644, 1, 6, 5, "note", "active", "S.")
+
+
+def test_the_walk_files_the_worker_s_pages_without_loading_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, taken: list[str]) -> None:
+    """Once the walk has met the worker (here at its first page: the worker sent every lean
+    page before the walk began), the pages the worker sent are filed as the walk goes, not
+    loaded one by one (`_GateReader.load`), with the walk's scan all the same."""
+    repo = _vault(tmp_path)
+    alone = _facts(_serial(repo, monkeypatch))
+    loaded: list[str] = []
+    load = checker._GateReader.load
+
+    def counted(self: checker._GateReader, entry: os.DirEntry[str], relative: str, kind: str,
+                limit: int = engine.MAX_TEXT_BYTES) -> Any:
+        loaded.append(relative)
+        return load(self, entry, relative, kind, limit)
+
+    monkeypatch.setattr(checker._GateReader, "load", counted)
+    _starting(monkeypatch)
+    taken.clear()
+    result = run_checks(repo)
+    pages = [path for path in taken if path.startswith(PAGES)]
+    assert len(pages) > _COUNT // 2
+    assert [path for path in pages if path in loaded] == [pages[0]]  # the one met at
+    assert _facts(result) == alone
