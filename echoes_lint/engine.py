@@ -261,7 +261,9 @@ def printable(text: str, keep: str = "") -> str:
     (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
     not UTF-8 (surrogates from os.fsdecode) become `\\xff`. The gates and merge tools print every
     path and message through it, so that a hostile file name stays one visible piece of one line."""
-    if not _UNPRINTABLE.search(text):
+    # In ASCII the pattern matches exactly what is not printable: one pass in C, and most runs
+    # never compile it.
+    if text.isprintable() if text.isascii() else not _UNPRINTABLE.search(text):
         return text
 
     def escape(match: re.Match[str]) -> str:
@@ -1721,7 +1723,8 @@ class Document(_Record):
         """Every problem that makes this page invalid for the protocol (markers included).
         Computed once: health and the index both ask for every page."""
         problems = [self.problem] if self.problem else []
-        if _SURROGATE.search(self.name):
+        name = self.name
+        if not name.isascii() and _SURROGATE.search(name):  # (most names: no pattern compiled)
             # The reference engine fails with a traceback on such a name: no UTF-8 index can
             # hold it. Here the page is invalid, so that health reporting still works.
             problems.append(Problem("unsafe-page-name", "page name is not valid UTF-8, so no "
@@ -2240,14 +2243,30 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         scan.files[relative] = (info.st_size, info.st_mtime)
 
 
+_PAGES_PREFIX = f"{VAULT_DIR}/pages/"
+_DOCUMENT_PATH, _DOCUMENT_META = operator.attrgetter("path"), operator.attrgetter("meta")
+_DOCUMENT_PROBLEMS = operator.attrgetter("page_problems")
+
+
+def document_names(documents: Sequence[Document]) -> List[str]:
+    """`Document.name` of each of `documents`, in a few passes in C when every path is a page's,
+    `<vault>/pages/<name>` (the status report asks for every page's)."""
+    joined = "\0".join(map(_DOCUMENT_PATH, documents))
+    # Each path but the first follows a NUL (no path holds one), and no name holds a `/`.
+    if (joined.startswith(_PAGES_PREFIX) and joined.count("\0" + _PAGES_PREFIX) == len(documents) - 1
+            and joined.count("/") == _PAGES_PREFIX.count("/") * len(documents)):
+        return joined[len(_PAGES_PREFIX):].split("\0" + _PAGES_PREFIX)
+    return [document.name for document in documents]
+
+
 def scan_page_names(scan: Scan) -> List[str]:
     """The file name of every page of a scan, with or without its document."""
-    return [*(document.name for document in scan.pages),
-            *scan.summarized]
+    return [*document_names(scan.pages), *scan.summarized]
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
-    return [(document.name, document.meta, document.page_problems) for document in scan.pages]
+    return list(zip(document_names(scan.pages), map(_DOCUMENT_META, scan.pages),
+                    map(_DOCUMENT_PROBLEMS, scan.pages)))
 
 
 # ---------------------------------------------------------------------------------------------
