@@ -1148,7 +1148,7 @@ def _render_index(names: List[str], metas: List[PageMeta],
     stems, folded = stemmed.pop() if stemmed else _page_stems(names)
     # Names already in order (a scan's pages are) stay as they are, and their lowered names go
     # before the rows are made (at 100,000 pages each list is 6 MB).
-    ordered = folded is not None and all(low < high for low, high in zip(folded, folded[1:]))
+    ordered = folded is not None and all(map(operator.lt, folded, folded[1:]))  # (compared in C)
     if ordered:
         folded = None
     rows = []
