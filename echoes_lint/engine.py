@@ -261,9 +261,12 @@ def printable(text: str, keep: str = "") -> str:
     (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
     not UTF-8 (surrogates from os.fsdecode) become `\\xff`. The gates and merge tools print every
     path and message through it, so that a hostile file name stays one visible piece of one line."""
-    # In ASCII the pattern matches exactly what is not printable: one pass in C, and most runs
-    # never compile it.
-    if text.isprintable() if text.isascii() else not _UNPRINTABLE.search(text):
+    rest = text
+    for char in keep:
+        rest = rest.replace(char, "")
+    # The pattern matches no printable character (in ASCII, exactly the others): a text that is
+    # printable without its kept characters is told in C, and most runs never compile it.
+    if rest.isprintable() or not (text.isascii() or _UNPRINTABLE.search(text)):
         return text
 
     def escape(match: re.Match[str]) -> str:

@@ -44,6 +44,9 @@ def test_ascii_text_is_judged_as_the_patterns_judge_it() -> None:
             assert (edits.lines_of(text) is None) == bool(_OTHER_BREAKS.search(text)), repr(text)
             printed = engine.printable(text)
             assert (printed == text) == (not _UNPRINTABLE.search(text)), repr(text)
+            kept = _UNPRINTABLE.sub("", text.replace("\t", "").replace("\n", ""))
+            assert (engine.printable(text, keep="\t\n") == text) == (kept == text.replace(
+                "\t", "").replace("\n", "")), repr(text)
     assert engine.printable("") == "" and edits.lines_of("") == [""]
 
 
@@ -60,6 +63,7 @@ def test_ascii_pages_text_and_names_compile_no_pattern() -> None:
     code = ("assert edits.lines_of('---\\ntype: x\\n---\\nBody.\\n') is not None\n"
             "assert engine.printable('EchoesVault/pages/a.md: a message') == "
             "'EchoesVault/pages/a.md: a message'\n"
+            "assert engine.printable('Status ·\\n\\tok\\n', keep='\\t\\n') == 'Status ·\\n\\tok\\n'\n"
             "assert engine.Document('EchoesVault/pages/a.md', 'x', None, []).page_problems == []")
     assert _compiled_after(code) == "[]"
     # Where a pattern can find what C does not look for, it is still asked.
