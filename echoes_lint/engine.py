@@ -1344,14 +1344,28 @@ if TYPE_CHECKING:
 
 
 def parse_version(value: str) -> Optional[Version]:
-    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", value)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    """`X.Y.Z` of decimal digits (`(\\d+)\\.(\\d+)\\.(\\d+)` in full), taken apart in C: the
+    status report compiles no pattern for it."""
+    parts = value.split(".")
+    if len(parts) != 3 or not all(map(str.isdecimal, parts)):  # (`\\d`: Unicode's Nd)
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 def declared_version(source: str, constant: str) -> Optional[Version]:
-    """Read `CONSTANT = "X.Y.Z"` from an engine's source, as every engine does."""
-    match = re.search(rf'^{constant} = "(\d+)\.(\d+)\.(\d+)"$', source, re.MULTILINE)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    """Read `CONSTANT = "X.Y.Z"` from an engine's source, as every engine does: the first line
+    that is exactly that (`^CONSTANT = "(\\d+)\\.(\\d+)\\.(\\d+)"$`, multiline)."""
+    head = f'\n{constant} = "'
+    text = "\n" + source
+    at = text.find(head)
+    while at >= 0:
+        end = text.find("\n", at + 1)
+        line = text[at + len(head):end if end >= 0 else len(text)]
+        version = parse_version(line[:-1]) if line.endswith('"') else None
+        if version is not None:
+            return version
+        at = text.find(head, at + 1)
+    return None
 
 
 def format_version(version: Optional[Version]) -> Optional[str]:

@@ -71,3 +71,33 @@ def test_ascii_pages_text_and_names_compile_no_pattern() -> None:
             "assert engine.printable('é\\x85') == 'é\\\\x85'\n"
             "assert engine.Document('EchoesVault/pages/\\udcff.md', 'x', None, []).page_problems")
     assert _compiled_after(code) == "['_OTHER_BREAKS', '_SURROGATE', '_UNPRINTABLE']"
+
+
+_LINE = st.sampled_from(['ENGINE_VERSION = "1.2.3"', 'PROTOCOL_VERSION = "1.0.0"', "x = 1",
+                         'ENGINE_VERSION = "1.2"', 'ENGINE_VERSION = "1.2.3" ', ' ENGINE_VERSION = "1.2.3"',
+                         'ENGINE_VERSION = "١.٢.٣"', 'ENGINE_VERSION = "1.2.3"\r', 'ENGINE_VERSION = "1..3"',
+                         'ENGINE_VERSION = "1.2.3.4"', 'ENGINE_VERSION = "a.2.3"', 'ENGINE_VERSION = "',
+                         'PLUGIN_VERSION = "0.9.10"', 'ENGINE_VERSION = "1.2.3""', "ENGINE_VERSION"])
+
+
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.lists(_LINE, max_size=5), st.sampled_from(["\n", "\r\n", ""]))
+def test_versions_are_read_as_the_patterns_read_them(lines: list[str], end: str) -> None:
+    source = "\n".join(lines) + end
+    for constant in ("ENGINE_VERSION", "PROTOCOL_VERSION", "PLUGIN_VERSION"):
+        match = re.search(rf'^{constant} = "(\d+)\.(\d+)\.(\d+)"$', source, re.MULTILINE)
+        assert engine.declared_version(source, constant) == (
+            tuple(map(int, match.groups())) if match else None)
+    for line in lines:
+        value = line.partition('"')[2]
+        match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", value)
+        assert engine.parse_version(value) == (tuple(map(int, match.groups())) if match else None)
+
+
+def test_the_runtime_health_compiles_no_pattern() -> None:
+    script = ("import re\nfrom echoes_lint import engine\ncompiled = []\nplain = re._compile\n"
+              "re._compile = lambda *args: compiled.append(args) or plain(*args)\n"
+              "source = engine.Path(engine.__file__).read_text()\n"
+              "assert engine.runtime_health(source, None)['current']\nprint(compiled)")
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"
