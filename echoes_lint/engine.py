@@ -261,7 +261,12 @@ def printable(text: str, keep: str = "") -> str:
     (C0, DEL, C1, line separators) become `\\n`, `\\x1b`, `\\u2028`; the bytes of a name that is
     not UTF-8 (surrogates from os.fsdecode) become `\\xff`. The gates and merge tools print every
     path and message through it, so that a hostile file name stays one visible piece of one line."""
-    if not _UNPRINTABLE.search(text):
+    rest = text
+    for char in keep:
+        rest = rest.replace(char, "")
+    # The pattern matches no printable character (in ASCII, exactly the others): a text that is
+    # printable without its kept characters is told in C, and most runs never compile it.
+    if rest.isprintable() or not (text.isascii() or _UNPRINTABLE.search(text)):
         return text
 
     def escape(match: re.Match[str]) -> str:
@@ -1146,7 +1151,7 @@ def _render_index(names: List[str], metas: List[PageMeta],
     stems, folded = stemmed.pop() if stemmed else _page_stems(names)
     # Names already in order (a scan's pages are) stay as they are, and their lowered names go
     # before the rows are made (at 100,000 pages each list is 6 MB).
-    ordered = folded is not None and all(low < high for low, high in zip(folded, folded[1:]))
+    ordered = folded is not None and all(map(operator.lt, folded, folded[1:]))  # (compared in C)
     if ordered:
         folded = None
     rows = []
@@ -1339,14 +1344,28 @@ if TYPE_CHECKING:
 
 
 def parse_version(value: str) -> Optional[Version]:
-    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", value)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    """`X.Y.Z` of decimal digits (`(\\d+)\\.(\\d+)\\.(\\d+)` in full), taken apart in C: the
+    status report compiles no pattern for it."""
+    parts = value.split(".")
+    if len(parts) != 3 or not all(map(str.isdecimal, parts)):  # (`\\d`: Unicode's Nd)
+        return None
+    return int(parts[0]), int(parts[1]), int(parts[2])
 
 
 def declared_version(source: str, constant: str) -> Optional[Version]:
-    """Read `CONSTANT = "X.Y.Z"` from an engine's source, as every engine does."""
-    match = re.search(rf'^{constant} = "(\d+)\.(\d+)\.(\d+)"$', source, re.MULTILINE)
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+    """Read `CONSTANT = "X.Y.Z"` from an engine's source, as every engine does: the first line
+    that is exactly that (`^CONSTANT = "(\\d+)\\.(\\d+)\\.(\\d+)"$`, multiline)."""
+    head = f'\n{constant} = "'
+    text = "\n" + source
+    at = text.find(head)
+    while at >= 0:
+        end = text.find("\n", at + 1)
+        line = text[at + len(head):end if end >= 0 else len(text)]
+        version = parse_version(line[:-1]) if line.endswith('"') else None
+        if version is not None:
+            return version
+        at = text.find(head, at + 1)
+    return None
 
 
 def format_version(version: Optional[Version]) -> Optional[str]:
@@ -1721,7 +1740,8 @@ class Document(_Record):
         """Every problem that makes this page invalid for the protocol (markers included).
         Computed once: health and the index both ask for every page."""
         problems = [self.problem] if self.problem else []
-        if _SURROGATE.search(self.name):
+        name = self.name
+        if not name.isascii() and _SURROGATE.search(name):  # (most names: no pattern compiled)
             # The reference engine fails with a traceback on such a name: no UTF-8 index can
             # hold it. Here the page is invalid, so that health reporting still works.
             problems.append(Problem("unsafe-page-name", "page name is not valid UTF-8, so no "
@@ -2240,14 +2260,30 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         scan.files[relative] = (info.st_size, info.st_mtime)
 
 
+_PAGES_PREFIX = f"{VAULT_DIR}/pages/"
+_DOCUMENT_PATH, _DOCUMENT_META = operator.attrgetter("path"), operator.attrgetter("meta")
+_DOCUMENT_PROBLEMS = operator.attrgetter("page_problems")
+
+
+def document_names(documents: Sequence[Document]) -> List[str]:
+    """`Document.name` of each of `documents`, in a few passes in C when every path is a page's,
+    `<vault>/pages/<name>` (the status report asks for every page's)."""
+    joined = "\0".join(map(_DOCUMENT_PATH, documents))
+    # Each path but the first follows a NUL (no path holds one), and no name holds a `/`.
+    if (joined.startswith(_PAGES_PREFIX) and joined.count("\0" + _PAGES_PREFIX) == len(documents) - 1
+            and joined.count("/") == _PAGES_PREFIX.count("/") * len(documents)):
+        return joined[len(_PAGES_PREFIX):].split("\0" + _PAGES_PREFIX)
+    return [document.name for document in documents]
+
+
 def scan_page_names(scan: Scan) -> List[str]:
     """The file name of every page of a scan, with or without its document."""
-    return [*(document.name for document in scan.pages),
-            *scan.summarized]
+    return [*document_names(scan.pages), *scan.summarized]
 
 
 def scan_index_pages(scan: Scan) -> List[Tuple[str, Optional[PageMeta], Sequence[Problem]]]:
-    return [(document.name, document.meta, document.page_problems) for document in scan.pages]
+    return list(zip(document_names(scan.pages), map(_DOCUMENT_META, scan.pages),
+                    map(_DOCUMENT_PROBLEMS, scan.pages)))
 
 
 # ---------------------------------------------------------------------------------------------

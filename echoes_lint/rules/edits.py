@@ -33,9 +33,16 @@ _FENCE = _regex(r" {0,3}(`{3,}|~{3,})")
 _NOT_PLAIN = _regex(r"[\s>#*+\-|<`~=_\[]|\d{1,9}[.)]")
 
 
+# `_OTHER_BREAKS` in ASCII: each found by one scan in C, and the pattern is not compiled.
+_ASCII_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e")
+
+
 def lines_of(text: str) -> Optional[list[str]]:
     """The lines edits are counted in, or None when unusual line breaks make that ambiguous."""
-    return None if _OTHER_BREAKS.search(text) else text.split("\n")
+    if (any(char in text for char in _ASCII_BREAKS) if text.isascii()
+            else _OTHER_BREAKS.search(text)):
+        return None
+    return text.split("\n")
 
 
 def body_start(meta: Optional[engine.PageMeta]) -> Optional[int]:
