@@ -539,7 +539,7 @@ class _GateReader(engine.FileCache):
             worker.finish()
 
 
-_PAGES_PREFIX = f"{VAULT}/pages/"
+_PAGES_PREFIX = engine._PAGES_PREFIX
 
 
 def _needs_text(document: engine.Document, page_links: links.PageLinks) -> bool:

@@ -2088,6 +2088,7 @@ def durable_candidates(scan: Scan) -> Tuple[str, ...]:
 
 
 _PAGES_DIR = f"{VAULT_DIR}/pages"
+_PAGES_PREFIX = f"{_PAGES_DIR}/"
 
 
 def classify_vault_path(relative: str) -> str:
@@ -2103,7 +2104,7 @@ def classify_vault_path(relative: str) -> str:
     parent, _, name = relative.rpartition("/")
     if parent == _PAGES_DIR:
         return "page" if is_page_file_name(name) else "stray"
-    if parent.startswith(_PAGES_DIR + "/"):
+    if parent.startswith(_PAGES_PREFIX):
         return "nested"
     if name[-3:].casefold() != ".md":
         return "data"
@@ -2260,7 +2261,6 @@ def _walk_file(scan: Scan, entry: os.DirEntry[str], relative: str, kind: str,
         scan.files[relative] = (info.st_size, info.st_mtime)
 
 
-_PAGES_PREFIX = f"{VAULT_DIR}/pages/"
 _DOCUMENT_PATH, _DOCUMENT_META = operator.attrgetter("path"), operator.attrgetter("meta")
 _DOCUMENT_PROBLEMS = operator.attrgetter("page_problems")
 
@@ -5975,9 +5975,8 @@ def intent_target_kind(path: str) -> Optional[str]:
         return "runtime"
     if path in _GENERATED_TARGETS:
         return "generated"
-    pages = f"{VAULT_DIR}/pages/"
-    if path.startswith(pages):
-        name = path[len(pages):]
+    if path.startswith(_PAGES_PREFIX):
+        name = path[len(_PAGES_PREFIX):]
         return "page" if _writable_page_name(name) else None
     return "daily" if _DAILY_ENTRY_PATH.fullmatch(path) else None
 
