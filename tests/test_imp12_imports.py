@@ -1,19 +1,25 @@
 """What a command loads that it never calls (issue 13, the fixed cost of every command): a vault
-of ASCII names needs no `unicodedata` (the NFC of ASCII text is itself), and only the local
-cache's checksums need `binascii`, which the gates never read. Behaviour only: which modules are
-imported, never how long anything takes."""
+of ASCII names needs no `unicodedata` (the NFC of ASCII text is itself), only the local cache's
+checksums need `binascii`, which the gates never read, and a command or a report format is
+loaded without `importlib`, which the console script and the hooks have not loaded. Behaviour
+only: which modules are imported, never how long anything takes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 from helpers_check import vault_repo, write
+from helpers_gates import HANG_GUARD
 from helpers_writer import init_vault, runtime
 from test_fixed2_imports import IMPORTTIME, imported
 from test_gates5k_imports import GATES, loaded
 
+import echoes_lint
 from echoes_lint import engine
 
 
@@ -41,3 +47,29 @@ def test_nfc_is_unicodedata_s_for_ascii_and_other_names(name: str) -> None:
     assert engine.nfc(name) == unicodedata.normalize("NFC", name)
     assert engine.fold_name(name) == unicodedata.normalize(
         "NFC", unicodedata.normalize("NFC", name).casefold())
+
+
+# The gate as the console script runs it, without `site` (whose `.pth` files may load
+# `importlib`, as an editable install's does): what it has loaded when it is done.
+_LOADED = """
+import sys
+from echoes_lint.cli import main
+status = main(sys.argv[1:])
+sys.stdout.flush()
+sys.stderr.write("LOADED " + " ".join(sorted(sys.modules)) + "\\n")
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("command", GATES)
+def test_a_gate_loads_no_importlib(tmp_path: Path, command: tuple[str, ...]) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    write(repo, "EchoesVault/pages/bare.md", "# No frontmatter\n")
+    root = str(Path(echoes_lint.__file__).parent.parent)
+    done = subprocess.run([sys.executable, "-S", "-c", _LOADED, *command], cwd=repo,
+                          env={**os.environ, "PYTHONPATH": root}, capture_output=True,
+                          text=True, timeout=HANG_GUARD, check=False)
+    assert done.returncode == 1 and "EV010" in done.stdout, done.stderr  # a real run, reported
+    line = next(line for line in done.stderr.splitlines() if line.startswith("LOADED "))
+    modules = set(line.split()[1:])
+    assert "echoes_lint.checker" in modules and "importlib" not in modules
