@@ -1,8 +1,9 @@
 """What a command loads that it never calls (issue 13, the fixed cost of every command): a vault
 of ASCII names needs no `unicodedata` (the NFC of ASCII text is itself), only the local cache's
-checksums need `binascii`, which the gates never read, and a command or a report format is
-loaded without `importlib`, which the console script and the hooks have not loaded. Behaviour
-only: which modules are imported, never how long anything takes."""
+checksums need `binascii`, which the gates never read, a command or a report format is loaded
+without `importlib`, which the console script and the hooks have not loaded, and a clone without
+the merge driver (CI's) loads no installer and no `shlex`. Behaviour only: which modules are
+imported, never how long anything takes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers_check import vault_repo, write
-from helpers_gates import HANG_GUARD
+from helpers_gates import HANG_GUARD, run_guarded
 from helpers_writer import init_vault, runtime
 from test_fixed2_imports import IMPORTTIME, imported
 from test_gates5k_imports import GATES, loaded
@@ -31,6 +32,18 @@ def test_a_gate_on_ascii_names_loads_neither_unicodedata_nor_binascii(
     modules = loaded(repo, *command)
     assert "echoes_lint.checker" in modules  # the listing is real
     assert not modules & {"unicodedata", "binascii"}
+
+
+@pytest.mark.parametrize("command", GATES)
+def test_a_gate_in_a_clone_without_the_merge_driver_loads_no_installer_nor_shlex(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    repo = vault_repo(tmp_path / "repo")  # a clean vault: no finding suggests a command
+    done = run_guarded(*command, cwd=repo, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode in (0, 1) and "EV0" not in done.stdout, done.stdout + done.stderr
+    modules = imported(done.stderr)
+    assert "echoes_lint.report" in modules  # the check ran to its report
+    assert "echoes_lint.rules.mergedriver" in modules
+    assert not modules & {"echoes_lint.merge.install", "shlex"}
 
 
 def test_status_on_ascii_names_loads_no_unicodedata(git_repo: Path) -> None:
