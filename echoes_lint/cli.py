@@ -7,7 +7,6 @@ Each tool command lives in one module with `main(argv) -> int`, imported only wh
 from __future__ import annotations
 
 import gc
-import importlib
 import os
 import subprocess
 import sys
@@ -81,8 +80,9 @@ def _split(argv: list[str]) -> tuple[list[str], Optional[str], list[str]]:
 
 def _load(target: str) -> Callable[[list[str]], int]:
     module_name, function_name = target.split(":")
+    # `__import__`, not `importlib`'s: the console script has not loaded that (~0.3 ms).
     function: Callable[[list[str]], int] = getattr(
-        importlib.import_module(module_name), function_name
+        __import__(module_name, fromlist=[function_name]), function_name
     )
     return function
 

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 DRIVER_NAME = "echoes-vault"
 ATTRIBUTES_PATTERN = "EchoesVault/pages/*.md"
 ATTRIBUTES_LINE = f"{ATTRIBUTES_PATTERN} merge={DRIVER_NAME}"
+# The Git configuration keys of the driver (`install` writes them): here, so that the gates'
+# check of them (rules/mergedriver) loads no installer.
+SECTION = f"merge.{DRIVER_NAME}"
+DRIVER_KEY = f"{SECTION}.driver"
+# A POSIX extended regular expression for Git: only the dots need escaping (`\-`, which
+# re.escape writes, is undefined there).
+SECTION_KEYS = "^" + SECTION.replace(".", r"\.") + r"\."
 
 
 class SubfolderVault(Exception):

@@ -30,15 +30,20 @@ import sys
 from pathlib import Path
 
 from echoes_lint import engine
-from echoes_lint.merge import ATTRIBUTES_LINE, DRIVER_NAME, SubfolderVault, refuse_subfolder_vault
+from echoes_lint.merge import (
+    ATTRIBUTES_LINE,
+    DRIVER_KEY,
+    SECTION,
+    SECTION_KEYS,
+    SubfolderVault,
+    refuse_subfolder_vault,
+)
 
 TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
 if TYPE_CHECKING:
     from typing import List, Optional, Sequence, Tuple
 
-SECTION = f"merge.{DRIVER_NAME}"
 NAME_KEY = f"{SECTION}.name"
-DRIVER_KEY = f"{SECTION}.driver"
 RECORD_KEY = f"{SECTION}.attributes"
 DRIVER_TITLE = "EchoesVault page merge driver (echoes-lint)"
 # A record value is `<how>:<file>`: `created` files are deleted again when they end up empty.
@@ -257,9 +262,6 @@ def install(top: Path, scope: str, which: str) -> List[str]:
     return report
 
 
-# A POSIX extended regular expression for Git: only the dots need escaping (`\-`, which
-# re.escape writes, is undefined there).
-SECTION_KEYS = "^" + SECTION.replace(".", r"\.") + r"\."
 # The first Git that expands %S %X %Y in a driver's command line.
 NAMES_SINCE = (2, 44)
 

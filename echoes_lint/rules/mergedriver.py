@@ -15,15 +15,7 @@ from pathlib import Path
 
 from echoes_lint import engine
 from echoes_lint.findings import RULES, Finding
-from echoes_lint.merge import ATTRIBUTES_LINE
-from echoes_lint.merge.install import (
-    DRIVER_KEY,
-    SECTION,
-    SECTION_KEYS,
-    has_fallback,
-    is_our_driver,
-    recorded_interpreter,
-)
+from echoes_lint.merge import ATTRIBUTES_LINE, DRIVER_KEY, SECTION, SECTION_KEYS
 from echoes_lint.rules.context import Context
 
 TYPE_CHECKING = False  # not `typing`'s: the gates load no `typing` for annotations
@@ -118,6 +110,9 @@ def _check(top: Path, git: _Git) -> Iterator[Finding]:
     entries = _config(git)
     drivers = [(origin, value) for origin, key, value in entries if key == DRIVER_KEY]
     if drivers:
+        # Only here: a clone without the driver (CI's) loads no installer, nor its shlex (~1 ms).
+        from echoes_lint.merge.install import has_fallback, is_our_driver, recorded_interpreter
+
         origin, command = drivers[-1]  # the last one wins, as for Git
         if not is_our_driver(command):
             return
