@@ -651,6 +651,8 @@ class PageMeta(_Record):
 
     _FIELDS = ("fields", "problems", "open_line", "close_line", "type", "status", "summary",
                "notes", "close_index")
+    # Slots, not a `__dict__`: one PageMeta a page, 100 bytes less each.
+    __slots__ = ("_fields", *_FIELDS[1:])
 
     def __init__(self, fields: Dict[str, Field] | str, problems: Tuple[Problem, ...],
                  open_line: int, close_line: Optional[int], type: Optional[str] = None,

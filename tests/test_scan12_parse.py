@@ -6,6 +6,7 @@
 - A plain page reads its fields only when asked (a scan never asks), and they are then the
   general parser's.
 - A summary is taken as written exactly when collapsing its whitespace would not change it.
+- A page's `PageMeta` has slots, no attribute dictionary.
 """
 
 from __future__ import annotations
@@ -75,3 +76,11 @@ def test_a_summary_is_its_own_normal_form_exactly_when_collapsing_keeps_it() -> 
         value, error = engine.decode_summary(sample)
         assert error is None and value == engine.normalize_summary(sample)
         assert value is sample or value != sample  # the page's own string when unchanged
+
+
+def test_a_page_meta_holds_no_attribute_dictionary() -> None:
+    """One PageMeta a page of a scan: slots, not a `__dict__` (about 100 bytes less each)."""
+    for text in ("---\ntype: note\nstack: [a]\nstatus: active\nsummary: A page.\n---\n", "no block"):
+        meta = engine.parse_frontmatter(text)
+        assert not hasattr(meta, "__dict__")
+        assert meta == engine._parse_frontmatter(text)
