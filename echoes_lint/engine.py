@@ -653,15 +653,30 @@ class PageMeta(_Record):
 
     _FIELDS = ("fields", "problems", "open_line", "close_line", "type", "status", "summary",
                "notes", "close_index")
+    # Slots, not a `__dict__`: one PageMeta a page, 100 bytes less each.
+    __slots__ = ("_fields", *_FIELDS[1:])
 
-    def __init__(self, fields: Dict[str, Field], problems: Tuple[Problem, ...], open_line: int,
-                 close_line: Optional[int], type: Optional[str] = None,
+    def __init__(self, fields: Dict[str, Field] | str, problems: Tuple[Problem, ...],
+                 open_line: int, close_line: Optional[int], type: Optional[str] = None,
                  status: Optional[str] = None, summary: Optional[str] = None,
                  notes: Tuple[Problem, ...] = (), close_index: Optional[int] = None) -> None:
-        self.fields, self.problems, self.open_line, self.close_line = (
+        # `fields` of a plain page (`_plain_page`) is its block, read into fields when first
+        # asked: a scan reads no page's fields (the merge driver, `resolve` and EV014 do).
+        self._fields, self.problems, self.open_line, self.close_line = (
             fields, problems, open_line, close_line)
         self.type, self.status, self.summary, self.notes, self.close_index = (
             type, status, summary, notes, close_index)
+
+    @property
+    def fields(self) -> Dict[str, Field]:
+        fields = self._fields
+        if isinstance(fields, str):
+            fields = self._fields = _plain_fields(fields)
+        return fields
+
+    @fields.setter
+    def fields(self, fields: Dict[str, Field]) -> None:
+        self._fields = fields
 
     @property
     def valid(self) -> bool:
@@ -720,9 +735,13 @@ def decode_summary(value: str, slug: Optional[str] = None,
         candidate = row.group(2).strip()
     if "\n" in candidate or "\r" in candidate:
         return None, ("summary-invalid", "`summary` must fit on one line")
-    summary = normalize_summary(candidate)
-    if summary == candidate:
-        summary = candidate  # the page's own string: a scan holds one summary per page, not two
+    # The page's own string, not a copy: a scan holds one summary per page, not two. Stripped,
+    # printable (no whitespace but the space) and without two spaces in a row, the common
+    # summary is its own normal form, known without making it.
+    summary = candidate
+    if "  " in candidate or not candidate.isprintable():
+        normal = normalize_summary(candidate)
+        summary = candidate if normal == candidate else normal
     if not summary:
         return None, ("frontmatter-empty-value", "`summary` must not be empty")
     if len(summary) > SUMMARY_MAX_LENGTH:
@@ -785,16 +804,19 @@ def _head_lines(trimmed: str) -> Tuple[List[str], int]:
     return lines, (lines.index("---", 1) if "---" in lines[1:] else -1)
 
 
-# The frontmatter of the common page in one match: `---` on the first line, unindented
-# `key: value` lines broken by `\n` alone, then `---`. Such a block is split, and its keys read,
-# exactly as `_head_lines` and `_read_keys` would (see `_plain_page`).
-_PLAIN_BLOCK = _regex(r"---\n((?:[A-Za-z][A-Za-z0-9_-]*:"
-                          r"[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*\n)+)---\n")
+# A line of the common frontmatter: unindented `key: value`, broken by `\n` alone (no other
+# `str.splitlines` break), its value without the blanks in front. A block of such lines, closed
+# by `---`, is split, and its keys read, exactly as `_head_lines` and `_read_keys` would (see
+# `_plain_page`). Anchored at a line start, it matches each line at most once.
+_PLAIN_LINE = _regex(r"^([A-Za-z][A-Za-z0-9_-]*):[^\S\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*"
+                     r"([^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]*)\n", re.MULTILINE)
 _PLAIN_FIELD = _regex(r"([A-Za-z][A-Za-z0-9_-]*):([^\S\n]*)([^\n]*)\n")
 _REQUIRED_KEYS = frozenset(REQUIRED_FRONTMATTER)
 # A Field from its four values without the Python-level `__new__` of a NamedTuple: four keys
 # of every page of a scan.
 _new_field = functools.partial(tuple.__new__, Field)
+# A value's first character that asks for decoding: a quote, a flow collection, a block scalar.
+_DECODED = "\"'[{|>"
 
 
 def parse_frontmatter(text: str) -> PageMeta:
@@ -818,38 +840,45 @@ def parse_frontmatter(text: str) -> PageMeta:
 
 def _plain_page(trimmed: str) -> Optional[PageMeta]:
     """The decision on a trimmed page without conflict markers whose block is plain (see
-    `_PLAIN_BLOCK`), holds each key once with a value on its line, and whose required values
+    `_PLAIN_LINE`), holds each key once with a value on its line, and whose required values
     need no decoding (no quote, bracket or block scalar; a `stack` list closed) and make it
     valid; None for every other page. It is then `_parse_frontmatter`'s decision exactly: the
     lines are the block's `\n`-separated lines, numbered from 1 at column 1, every one matches
     `_KEY_LINE` with the same key and value, and no rule that adds a problem or a note applies."""
-    block = _PLAIN_BLOCK.match(trimmed)
-    if block is None or protocol_marker_offset(trimmed) >= 0:
+    end = trimmed.find("\n---\n", 3)  # the first `---` line: no key line is one
+    block = trimmed[4:end + 1]
+    found = _PLAIN_LINE.findall(block)
+    # One match a line at most: as many as lines, and every line of the block is plain.
+    if end < 0 or len(found) != block.count("\n") or protocol_marker_offset(trimmed) >= 0:
         return None
-    fields: Dict[str, Field] = {}
-    for number, (key, blanks, inline) in enumerate(_PLAIN_FIELD.findall(block.group(1)), 2):
-        raw = inline.strip()
-        if not raw or key in fields:
-            return None
-        key = sys.intern(key)  # one string per key name, not one per page
-        fields[key] = _new_field((key, number, len(key) + len(blanks) + 2, raw))
-    if not fields.keys() >= _REQUIRED_KEYS:
+    values = dict(found)  # a value with its blanks in front stripped: empty when blank
+    if len(values) != len(found) or "" in values.values() or not values.keys() >= _REQUIRED_KEYS:
         return None
-    closing = len(fields) + 1
-    stack = fields["stack"].raw
-    if stack[0] in "[{" and stack[-1] != ("]" if stack[0] == "[" else "}"):
+    stack = values["stack"]
+    if stack[0] in "[{" and stack.rstrip()[-1] != ("]" if stack[0] == "[" else "}"):
         return None
-    kind, status, summary = fields["type"].raw, fields["status"].raw, fields["summary"].raw
-    if (kind[0] in "\"'[{|>" or status[0] in "\"'[{|>" or summary[0] in "\"'[{|>"
+    kind, status, summary = values["type"], values["status"], values["summary"]
+    if (kind[0] in _DECODED or status[0] in _DECODED or summary[0] in _DECODED
             or summary.startswith("- [[")):
         return None
     value, error = decode_summary(summary)
     if error is not None:
         return None
+    closing = len(found) + 1
     # A vault has a few types and statuses: one string each, not one per page. Positional
     # arguments: `__init__` takes them faster than keywords, once per page of a scan.
-    return PageMeta(fields, (), 1, closing + 1, sys.intern(kind), sys.intern(status.casefold()),
-                    value, (), closing)
+    return PageMeta(block, (), 1, closing + 1, sys.intern(kind.rstrip()),
+                    sys.intern(status.rstrip().casefold()), value, (), closing)
+
+
+def _plain_fields(block: str) -> Dict[str, Field]:
+    """The fields of a plain page's block (`_plain_page`): each key's line, the column of its
+    value and its value, as `_read_keys` reads them."""
+    fields: Dict[str, Field] = {}
+    for number, (key, blanks, inline) in enumerate(_PLAIN_FIELD.findall(block), 2):
+        key = sys.intern(key)  # one string per key name, not one per page
+        fields[key] = _new_field((key, number, len(key) + len(blanks) + 2, inline.strip()))
+    return fields
 
 
 def _parse_frontmatter(text: str) -> PageMeta:
