@@ -482,17 +482,14 @@ class _GateReader(engine.FileCache):
     def load(self, entry: os.DirEntry[str], relative: str, kind: str,
              limit: int = engine.MAX_TEXT_BYTES) -> tuple[engine.Document, Optional[os.stat_result]]:
         worker = self.worker
-        if worker is not None and limit == engine.MAX_TEXT_BYTES:
-            if kind == "page" and relative.startswith(_PAGES_PREFIX):
-                self._position += 1
-                taken = worker.page(entry.name, self._position - 1)
-                if taken is not None:
-                    self.dropped = True
-                    return _walked(taken, relative)
-            elif kind == "daily":
-                taken = worker.daily(relative)
-                if taken is not None:
-                    return _walked(taken, relative)
+        # A daily file's row is taken before this (`entries_walked`), a page's once they met.
+        if worker is not None and limit == engine.MAX_TEXT_BYTES and kind == "page" \
+                and relative.startswith(_PAGES_PREFIX):
+            self._position += 1
+            taken = worker.page(entry.name, self._position - 1)
+            if taken is not None:
+                self.dropped = True
+                return _walked(taken, relative)
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
@@ -501,10 +498,16 @@ class _GateReader(engine.FileCache):
             self.dropped = True
         return document, info
 
-    def pages_walked(self, scan: engine.Scan, entries: list[os.DirEntry[str]],
-                     ) -> Iterable[os.DirEntry[str]]:
+    def entries_walked(self, scan: engine.Scan, relative_dir: str,
+                       entries: list[os.DirEntry[str]]) -> Iterable[os.DirEntry[str]]:
         worker = self.worker
-        return entries if worker is None else self._taking(scan, entries, worker)
+        if worker is None:
+            return entries
+        if relative_dir == _PAGES_DIR:
+            return self._taking(scan, entries, worker)
+        if relative_dir == _DAILY_DIR or relative_dir.startswith(_DAILY_PREFIX):
+            return _taking_days(scan, relative_dir, entries, worker.collected_days())
+        return entries
 
     def _taking(self, scan: engine.Scan, entries: list[os.DirEntry[str]],
                 worker: _PageWorker) -> Iterator[os.DirEntry[str]]:
@@ -539,7 +542,34 @@ class _GateReader(engine.FileCache):
             worker.finish()
 
 
-_PAGES_PREFIX = engine._PAGES_PREFIX
+_PAGES_DIR, _PAGES_PREFIX = engine._PAGES_DIR, engine._PAGES_PREFIX
+_DAILY_DIR, _DAILY_PREFIX = engine._DAILY_DIR, engine._DAILY_PREFIX
+
+
+def _taking_days(scan: engine.Scan, relative_dir: str, entries: list[os.DirEntry[str]],
+                 rows: dict[str, _Taken]) -> Iterator[os.DirEntry[str]]:
+    """The walk's entries of a daily folder, less the daily files the worker has rows for
+    (`rows`, by path), filed here as the walk would file them (`engine._walk_file`), in the
+    walk's order. The worker listed daily/ on its own: a row is taken only for an entry the
+    walk itself reads as a daily file (neither a link nor a folder, a regular file, its
+    kind "daily"); any other entry, its row dropped, goes to the walk as ever."""
+    documents, files, sizes = scan.daily, scan.files, scan.sizes
+    for entry in entries:
+        name = entry.name
+        relative = f"{relative_dir}/{name}"
+        taken = rows.pop(relative, None)
+        if taken is not None and name[-3:].casefold() == ".md":  # `classify_vault_path`
+            try:  # (not a link, not a folder: as the walk decides it)
+                regular = entry.is_file(follow_symlinks=False)
+            except OSError:
+                regular = False
+            if regular:
+                document, info = _walked(taken, relative)
+                documents.append(document)  # `engine.file_document`: a row has no problem
+                if sizes and stat.S_ISREG(info.st_mode):
+                    files[relative] = (info.st_size, info.st_mtime)
+                continue
+        yield entry
 
 
 def _needs_text(document: engine.Document, page_links: links.PageLinks) -> bool:
@@ -751,12 +781,13 @@ class _PageWorker:
         assert self.pages is not None
         return self.pages.pop(name, None)
 
-    def daily(self, relative: str) -> Optional[_Taken]:
-        """The worker's row for a daily file, or None when the walk reads it itself."""
+    def collected_days(self) -> dict[str, _Taken]:
+        """The worker's rows for daily files, by path, for the walk to take (it collects the
+        worker now if it has not met it in pages/)."""
         if self.pages is None:
             self.progress[0] = _NEVER
             self.finish()
-        return self.days.pop(relative, None)
+        return self.days
 
     def finish(self) -> None:
         """Tell the worker to stop where the walk is (it ends within one file) and collect

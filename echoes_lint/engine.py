@@ -2199,8 +2199,7 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
             except OSError:
                 scan.unreadable.append(relative_dir)
                 continue
-        walked = cache.pages_walked(scan, entries) if in_pages and cache is not None \
-            else entries
+        walked = entries if cache is None else cache.entries_walked(scan, relative_dir, entries)
         # A deferring cache's entries of this folder, matched inline for pages/ and daily files
         # (`classify_vault_path`: "daily"), the bulk of the vault; None: it has none here.
         quick = cache.folder_entries(relative_dir) if deferring and cache is not None else None
@@ -2708,11 +2707,11 @@ class FileCache:
             self.entries = self.entries
         return self
 
-    def pages_walked(self, scan: Scan, entries: List[os.DirEntry[str]],
-                     ) -> Iterable[os.DirEntry[str]]:
-        """The entries of pages/ (sorted by name) that the walk files itself, in their order:
-        all of them here. A reader that has some pages' documents already may file those in
-        `scan` itself, as the walk would, as it gives the others."""
+    def entries_walked(self, scan: Scan, relative_dir: str, entries: List[os.DirEntry[str]],
+                       ) -> Iterable[os.DirEntry[str]]:
+        """The entries of the folder `relative_dir` (sorted by name) that the walk files
+        itself, in their order: all of them here. A reader that has some files' documents
+        already may file those in `scan` itself, as the walk would, as it gives the others."""
         return entries
 
     def report(self) -> Dict[str, Any]:
