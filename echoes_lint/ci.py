@@ -155,17 +155,18 @@ def card(report: Mapping[str, Any]) -> str:
     return printable(engine.status_card({**report, "health": quiet}, PROG), keep="\n")
 
 
-def local_notes(scan: engine.Scan, report: Mapping[str, Any], prefix: str) -> list[str]:
+def local_notes(scan: engine.Scan, report: Mapping[str, Any], prefix: str,
+                current: bool) -> list[str]:
     """What only this working copy has: local-only files that are stale, invalid or pending,
     each with the command that fixes it. They never change the verdict, since a CI checkout
-    has none of them (`engine.clone_view`); a missing one is no note, as in a fresh clone."""
+    has none of them (`engine.clone_view`); a missing one is no note, as in a fresh clone.
+    `current`: whether the working copy's index is the one rendered (`status_report`)."""
     # Only the local-only paths are looked up: no set of every tracked path.
     tracked = set(engine.LOCAL_ONLY_PATHS).intersection(scan.git.tracked)
     found = []
     index = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
-    rendered = report["indexRefresh"]["sha256"]
-    if (index not in tracked and index in scan.files and rendered is not None
-            and (scan.index_text is None or engine.sha256_text(scan.index_text) != rendered)):
+    if (index not in tracked and index in scan.files
+            and report["indexRefresh"]["sha256"] is not None and not current):
         found.append((index, "is out of date", "echoes-lint hydrate", "rebuilds it"))
     state = engine.state_health(scan.state_raw, scan.state_error, scan.state_exists)
     if engine.STATE_PATH not in tracked and state["exists"] and not state["valid"]:
@@ -368,10 +369,14 @@ def main(argv: Sequence[str]) -> int:
     return guarded(lambda: _run(parse_args(argv)), without_commands if actions else None)
 
 
-def status_report(scan: engine.Scan) -> dict[str, Any]:
+def status_report(scan: engine.Scan) -> tuple[dict[str, Any], bool]:
     """The engine's status report, judged as a fresh clone of the commit: the verdict is the
-    one CI gives."""
-    return engine.inspect_report(engine.clone_view(scan))
+    one CI gives; and whether the working copy's own index is the one rendered, told by their
+    texts while the rendered one is at hand (no digest of the local index is printed)."""
+    view = engine.clone_view(scan)
+    facts, current = engine.index_facts(view, local=scan.index_text)
+    # The view keeps the index only where a clone has it too: then it is the same text.
+    return engine.inspect_report(view, (facts, current and view.index_text is not None)), current
 
 
 # The pages from which a second process makes the status report while the rules run. Below,
@@ -398,12 +403,12 @@ def _run(options: argparse.Namespace) -> int:
                             ignore=split_codes(options.ignore), guard=True,
                             scanned=lambda scan: _beside(scan, beside))
         keep(result)
-        report = beside[0].result() if beside else status_report(result.scan)
+        report, current = beside[0].result() if beside else status_report(result.scan)
     finally:
         for child in beside:  # collected already, or the check failed: its report is not wanted
             child.stop()
     fail_on = effective_fail_on(options.fail_on, result.config.fail_on)
-    notes = local_notes(result.scan, report, result.prefix)
+    notes = local_notes(result.scan, report, result.prefix, current)
     health = report["health"]
     errors = sum(1 for finding in result.findings if finding.severity is Severity.ERROR)
     warnings = len(result.findings) - errors

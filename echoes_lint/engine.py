@@ -4391,6 +4391,14 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
     AGENT_PROTOCOL.md (read by every command): the cache's summary (see "The local cache"), so
     that a scan in which every entry still matches builds no document. With `rows`, also the
     facts of the index rows for the index as rendered, which apply while the index is current."""
+    return index_facts(scan, rows)[0]
+
+
+def index_facts(scan: Scan, rows: bool = False,
+                local: Optional[str] = None) -> Tuple[Dict[str, Any], bool]:
+    """`vault_facts`, and whether `local` (an index text) is the index as rendered: compared
+    with the rendered text while it is at hand, not by its digest (a second SHA-256 of the
+    index, which costs about what rendering it does)."""
     pages = scan_index_pages(scan)
     names = [name for name, _meta, _problems in pages]  # (each `name` makes a string)
     try:
@@ -4406,6 +4414,7 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
     # need it: no copy of its bytes beside it (a writer's cache holds its peak memory then).
     del pages
     index = None if rendered is None else text_digest(rendered)
+    current = local is not None and local == rendered
     rows_facts = (rendered_row_facts(names, rendered)
                   if rows and rendered is not None else None)
     del rendered
@@ -4428,7 +4437,7 @@ def vault_facts(scan: Scan, rows: bool = False) -> Dict[str, Any]:
                       and has_protocol_conflict(d.markers)],
         "days": days,
         "rows": rows_facts,
-    }
+    }, current
 
 
 def table_row_facts(table: IndexTable, rendered: Optional[str] = None) -> Dict[str, Any]:
@@ -4471,18 +4480,26 @@ def index_row_facts(index_text: Optional[str], page_names: Iterable[str]) -> Dic
     }
 
 
-def collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """(health, indexRefresh) for a scan, exactly as `inspect` reports them."""
+def collect_health(scan: Scan, known: Optional[Tuple[Dict[str, Any], bool]] = None,
+                   ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(health, indexRefresh) for a scan, exactly as `inspect` reports them. `known`: the scan's
+    `index_facts` with its `index_text` as `local`, when the caller made them."""
     with _PausedGC():
-        return _collect_health(scan)
+        return _collect_health(scan, known)
 
 
-def _collect_health(scan: Scan) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    facts = scan.summary if scan.summary is not None else vault_facts(scan)
+def _collect_health(scan: Scan, known: Optional[Tuple[Dict[str, Any], bool]] = None,
+                    ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    if known is not None:
+        facts, current = known
+    elif scan.summary is not None:
+        facts = scan.summary
+        # The local index is current when its text is the rendered one: equal digests.
+        current = scan.index_text is not None and facts["index"] is not None and text_digest(
+            scan.index_text) == facts["index"]
+    else:
+        facts, current = index_facts(scan, local=scan.index_text)
     rendered_sha = facts["index"]
-    # The local index is current when its text is the rendered one: equal digests.
-    current = scan.index_text is not None and rendered_sha is not None and text_digest(
-        scan.index_text) == rendered_sha
     refresh = {
         "rebuilt": False,
         "needsRefresh": rendered_sha is not None and not current,
@@ -4590,8 +4607,10 @@ def state_view(scan: Scan, health: Dict[str, Any]) -> Dict[str, Any]:
     return state
 
 
-def inspect_report(scan: Scan) -> Dict[str, Any]:
-    health, refresh = collect_health(scan)
+def inspect_report(scan: Scan, known: Optional[Tuple[Dict[str, Any], bool]] = None,
+                   ) -> Dict[str, Any]:
+    """The report of `inspect` (`known`: see `collect_health`)."""
+    health, refresh = collect_health(scan, known)
     return {
         "ok": True,
         "workspace": str(scan.workspace),

@@ -91,7 +91,7 @@ def test_ci_reports_what_inspect_reports_with_and_without_the_cache(tmp_path: Pa
         write(repo, f"{PAGES}/gone.md", "---\ntype: note\nstatus: deprecated\n---\n\n# Gone\n")
         write(repo, f"{PAGES}/marked.md", page("# Marked\n\n" + _BLOCK))
     commit(repo, "vault")
-    gate = json.dumps(ci.status_report(run_checks(repo, guard=True).scan), sort_keys=True)
+    gate = json.dumps(ci.status_report(run_checks(repo, guard=True).scan)[0], sort_keys=True)
     cache = engine.FileCache(repo)  # as the read-only commands read it
     cache.defer = True
     cached = engine.scan_workspace(repo, cache=cache, health=True)
