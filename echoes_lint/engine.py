@@ -2161,11 +2161,28 @@ def file_document(scan: Scan, document: Document, kind: str) -> None:
 def finish_scan(scan: Scan) -> None:
     """Put a scan's lists in their deterministic order."""
     for group in (scan.pages, scan.daily, scan.other_markdown):
-        group.sort(key=lambda document: page_sort_key(document.path))
+        _sort_documents(group)
     scan.symlinks.sort()
     scan.unreadable.sort()
     scan.special.sort()
     scan.page_dir_strays.sort()
+
+
+def _sort_documents(documents: List[Document]) -> None:
+    """Sort documents by `page_sort_key` of their paths. Of ASCII paths the key is (the path
+    lowered, the path), made in a few passes in C; paths in that order already, as the walk
+    files the common pages, are left as they are."""
+    paths = list(map(_DOCUMENT_PATH, documents))
+    joined = "\0".join(paths)
+    if not joined.isascii():
+        documents.sort(key=lambda document: page_sort_key(document.path))
+        return
+    lowered = joined.lower().split("\0")
+    if all(map(operator.lt, lowered, lowered[1:])):  # (compared in C)
+        return
+    # Each position breaks a tie of keys as a stable sort does.
+    keyed = sorted(zip(lowered, paths, range(len(documents))))
+    documents[:] = map(documents.__getitem__, map(operator.itemgetter(2), keyed))
 
 
 def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> None:

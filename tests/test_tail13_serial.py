@@ -4,6 +4,8 @@ computed, and what is computed decides as before.
 - The local index is compared with the rendered one as text, while the rendered text is at
   hand: neither `ci` (its note on a stale local index) nor `status` hashes the local index,
   and both judge a current, stale or missing one as before.
+- `finish_scan` keys ASCII paths in C, and leaves a list in order as it is: no page's key is
+  made one by one; the order is `page_sort_key`'s, ties kept as they came.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Callable
 
 import pytest
 from conftest import write_page
-from helpers_check import vault_repo
+from helpers_check import vault_repo, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from echoes_lint import ci, engine
 
@@ -65,3 +69,40 @@ def test_neither_ci_nor_status_hashes_the_local_index(
     assert health["indexOutOfDate"] == ([engine.INDEX_FILE] if local == "stale" else [])
     # The rendered index only, once by `ci`'s report, once by `status`'s, once above.
     assert [digested for digested in hashed if digested in (text, rendered)] == [rendered] * 3
+
+
+_NAMES = st.sampled_from(["a.md", "A.md", "b.md", "B.md", "page-1.md", "Page-1.md", "é.md",
+                          "e\u0301.md", "É.md", "ß.md", "SS.md", "ss.md", "z", "Z", "_.md", "~.md"])
+_FOLDERS = st.sampled_from([f"{engine.VAULT_DIR}/pages/", f"{engine.VAULT_DIR}/daily/2026-01-02/",
+                            f"{engine.VAULT_DIR}/Daily/", f"{engine.VAULT_DIR}/"])
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(_FOLDERS, _NAMES), max_size=8), st.booleans())
+def test_documents_are_sorted_as_page_sort_key_sorts_them(
+        paths: list[tuple[str, str]], walked: bool) -> None:
+    documents = [engine.Document(folder + name, None, None, []) for folder, name in paths]
+    if walked:  # as the walk files them: by name
+        documents.sort(key=lambda document: document.path)
+    expected = sorted(documents, key=lambda document: engine.page_sort_key(document.path))
+    engine._sort_documents(documents)
+    assert list(map(id, documents)) == list(map(id, expected))  # ties (equal paths) kept
+
+
+def test_a_scan_of_ascii_paths_makes_no_key_one_by_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    for name in ("b-page.md", "a-page.md", "Capital.md"):
+        write_page(repo, name, summary="A page.")
+    for day in ("2026-01-03", "2026-01-01", "2026-01-02"):  # the walk takes the last one first
+        write(repo, f"{engine.VAULT_DIR}/daily/{day}/entry.md", "### Session — a\n")
+    keyed: list[str] = []
+    real = engine.page_sort_key
+    monkeypatch.setattr(engine, "page_sort_key", lambda name: keyed.append(name) or real(name))
+    scan = engine.scan_workspace(repo)
+    assert keyed == []
+    for group in (scan.pages, scan.daily, scan.other_markdown):
+        paths = [document.path for document in group]
+        assert paths == sorted(paths, key=real)
+    assert [document.name for document in scan.pages] == [
+        "a-page.md", "b-page.md", "Capital.md", "home.md"]
