@@ -17,6 +17,7 @@ findings are relative to the repository root.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import marshal
 import mmap
 import operator
@@ -87,17 +88,15 @@ class CheckResult(Record):
             return sources
         scan = self.scan
         documents = [*scan.pages, *scan.daily, *scan.other_markdown]  # `Scan.documents()`
-        paths = list(map(_PATH, documents))
         prefix = self.prefix
-        # The common vault has no path to escape: one search of them all instead of one each,
-        # and then only the documents with findings are looked up, by path (a dict made in C).
-        joined = "/".join([prefix, *paths])
-        if _as_printed(joined):
-            by_path = dict(zip(paths, documents))
-            chosen = [(path, by_path[path[len(prefix):]]) for path in wanted
-                      if path.startswith(prefix) and path[len(prefix):] in by_path]
-        else:
+        if "\\" in "".join(wanted):
             chosen = [(printable(prefix + document.path), document) for document in documents]
+        else:
+            # `printable` escapes with a backslash: a printed path without one is the path
+            # itself, so only the documents of these paths are looked at (filtered in C).
+            paths = {path[len(prefix):]: path for path in wanted if path.startswith(prefix)}
+            found = itertools.compress(documents, map(paths.__contains__, map(_PATH, documents)))
+            chosen = [(paths[document.path], document) for document in found]
         for path, document in chosen:
             if path not in wanted:
                 continue
@@ -108,20 +107,25 @@ class CheckResult(Record):
                 # Escaping works character by character: a whole text escaped with its line
                 # breaks kept splits into the lines escaped one by one. The common text has
                 # nothing else to escape: its lines are then the lines themselves.
-                lines = text.split("\n")
-                flat = "".join(lines)
-                sources[path] = (lines if _as_printed(flat)
+                sources[path] = (text.split("\n") if _as_printed(text)
                                  else printable(text, keep="\t\n").split("\n"))
         return sources
 
 
 _PATH = operator.attrgetter("path")
+# What `printable` escapes in ASCII text: the C0 controls and DEL.
+_CONTROLS = bytes([*range(32), 127])
 
 
 def _as_printed(text: str) -> bool:
-    """Whether `printable` gives `text` back as it is. In ASCII it escapes exactly what is not
-    printable: one pass in C, about twice as fast as its search."""
-    return text.isprintable() if text.isascii() else printable(text) == text
+    """Whether `printable` gives `text` without its line breaks back as it is (its lines are
+    then their printed selves). In ASCII it escapes exactly the controls: deleted in one pass
+    in C, line breaks too, several times faster than `str.isprintable` (a lookup a character)."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data.translate(None, _CONTROLS)) + data.count(b"\n") == len(data)
+    flat = text.replace("\n", "")
+    return printable(flat) == flat
 
 
 def _read_again(scan: engine.Scan, relative: str) -> Optional[str]:

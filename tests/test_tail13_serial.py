@@ -6,6 +6,10 @@ computed, and what is computed decides as before.
   and both judge a current, stale or missing one as before.
 - `finish_scan` keys ASCII paths in C, and leaves a list in order as it is: no page's key is
   made one by one; the order is `page_sort_key`'s, ties kept as they came.
+- The report's source lines: only the documents with findings are looked at (not every path
+  of the vault), found by path unless a path shown holds a backslash (`printable`'s escape);
+  their text is judged printable in C as `printable` judges it, and the lines are the same,
+  plain or escaped.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from typing import Callable
 
 import pytest
 from conftest import write_page
-from helpers_check import vault_repo, write
+from helpers_check import commit, page, vault_repo, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from echoes_lint import ci, engine
+from echoes_lint import checker, ci, engine
+from echoes_lint.checker import run_checks
 
 INDEX = f"{engine.VAULT_DIR}/{engine.INDEX_FILE}"
 STALE_NOTE = "note: EchoesVault/index.md is out of date"
@@ -106,3 +111,33 @@ def test_a_scan_of_ascii_paths_makes_no_key_one_by_one(
         assert paths == sorted(paths, key=real)
     assert [document.name for document in scan.pages] == [
         "a-page.md", "b-page.md", "Capital.md", "home.md"]
+
+
+# Every character below U+3000 and some surrogates, alone and within text.
+_CHARS = [chr(code) for code in [*range(0x3000), *range(0xD800, 0xE000, 7)]]
+
+
+def test_a_text_is_judged_printable_as_printable_judges_it() -> None:
+    for char in _CHARS:
+        for text in (char, f"ab\n{char}c\n", f"é\n{char}", f"{char}\n"):
+            flat = text.replace("\n", "")
+            assert checker._as_printed(text) is (engine.printable(flat) == flat), repr(text)
+
+
+@pytest.mark.parametrize("name", ["linked.md", "tab\there.md", "back\\slash.md"])
+def test_the_source_lines_come_from_the_documents_with_findings_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    repo = vault_repo(tmp_path / "repo")
+    body = "# P\n\nSee [[gone]] here.\tTabbed.\n"
+    write(repo, f"{engine.VAULT_DIR}/pages/{name}", page(body))
+    for number in range(20):
+        write_page(repo, f"page-{number}.md", summary="A page.")
+    commit(repo, "pages")
+    result = run_checks(repo)
+    shown = f"{engine.VAULT_DIR}/pages/{engine.printable(name)}"
+    assert {finding.path for finding in result.findings} == {shown}
+    judged: list[str] = []
+    real = checker._as_printed
+    monkeypatch.setattr(checker, "_as_printed", lambda text: judged.append(text) or real(text))
+    assert result.sources() == {shown: engine.printable(page(body), keep="\t\n").split("\n")}
+    assert judged == [page(body)]
