@@ -63,7 +63,7 @@ def test_neither_ci_nor_status_hashes_the_local_index(
     rendered = _rendered(repo)
     text = {"current": rendered, "stale": rendered + "- [[gone]]: Gone.\n", "missing": None}[local]
     if text is not None:
-        (repo / INDEX).write_text(text, encoding="utf-8", newline="\n")
+        write(repo, INDEX, text)
     hashed = _hashed(monkeypatch)
     log = _ci_log(repo, capsys)
     assert (STALE_NOTE in log) is (local == "stale")
