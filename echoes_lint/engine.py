@@ -2170,19 +2170,30 @@ def finish_scan(scan: Scan) -> None:
 
 def _sort_documents(documents: List[Document]) -> None:
     """Sort documents by `page_sort_key` of their paths. Of ASCII paths the key is (the path
-    lowered, the path), made in a few passes in C; paths in that order already, as the walk
-    files the common pages, are left as they are."""
+    lowered, the path), made in a few passes in C; paths in name order without a capital past
+    their common start, as the walk files the common pages, are in key order already (lowering
+    leaves what follows that start alone) and stay as they are."""
     paths = list(map(_DOCUMENT_PATH, documents))
     joined = "\0".join(paths)
     if not joined.isascii():
         documents.sort(key=lambda document: page_sort_key(document.path))
         return
-    lowered = joined.lower().split("\0")
-    if all(map(operator.lt, lowered, lowered[1:])):  # (compared in C)
+    # (The common start of sorted paths is that of the first and the last, character-wise.)
+    if not paths or (paths == sorted(paths) and _capitals(joined) == len(paths) * _capitals(
+            os.path.commonprefix([paths[0], paths[-1]]))):  # noqa: RUF071
         return
     # Each position breaks a tie of keys as a stable sort does.
-    keyed = sorted(zip(lowered, paths, range(len(documents))))
+    keyed = sorted(zip(joined.lower().split("\0"), paths, range(len(documents))))
     documents[:] = map(documents.__getitem__, map(operator.itemgetter(2), keyed))
+
+
+_CAPITAL_BYTES = bytes(range(ord("A"), ord("Z") + 1))
+
+
+def _capitals(text: str) -> int:
+    """How many capitals an ASCII text holds, counted in C."""
+    data = text.encode("ascii")
+    return len(data) - len(data.translate(None, _CAPITAL_BYTES))
 
 
 def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> None:
