@@ -526,19 +526,21 @@ class _GateReader(engine.FileCache):
             if worker.pages is not None:
                 break
         remaining = list(rest)
-        # Each entry's row, popped in C: the common rest of pages/ (a row for every entry)
-        # is then filed in a few passes in C too.
+        # Each entry's row, popped in C; each run of entries with rows between two without
+        # (pages that need their text, other entries) is then filed in a few passes in C too.
         taken = list(map((worker.pages or {}).pop, map(_ENTRY_NAME, remaining), repeat(None)))
-        if None not in taken:
-            self.dropped = self.dropped or bool(taken)
-            _file_rows(scan, scan.pages, taken)
-            return
-        for entry, row in zip(remaining, taken):
-            if row is None:
-                yield entry
-            else:
+        start = 0
+        while start < len(taken):
+            try:
+                stop = taken.index(None, start)
+            except ValueError:
+                stop = len(taken)
+            if stop > start:
                 self.dropped = True
-                _file_rows(scan, scan.pages, (row,))
+                _file_rows(scan, scan.pages, taken[start:stop])
+            if stop < len(taken):
+                yield remaining[stop]
+            start = stop + 1
 
     def finish(self) -> None:
         """At the end of the walk: let the worker end and check that it ended well."""

@@ -91,19 +91,24 @@ def _check_days(workspace: Path, names: list[str], kinds: list[str], rowless: se
     not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2
     if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) < 2,
     reason="the worker needs fork and two CPUs")
-def test_the_rest_of_pages_is_filed_in_one_pass(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every page lean: once the walk met the worker at its first page (the worker sent every
-    page before the walk began), the rest of pages/ is filed at once, as a serial walk files
-    it."""
+@pytest.mark.parametrize("kept", [(), (0, 20, 21, 39)])
+def test_the_rest_of_pages_is_filed_a_run_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: tuple[int, ...]) -> None:
+    """Once the walk met the worker at its first page (the worker sent every lean page before
+    the walk began), each run of lean pages of the rest of pages/ is filed at once, between the
+    pages the walk reads itself (a broken link keeps a page's text), as a serial walk files
+    them."""
     repo = vault_repo(tmp_path / "repo")
     for number in range(40):
-        write(repo, f"{PAGES}/p{number:02d}.md", page(f"[[home]] {number}\n"))
+        write(repo, f"{PAGES}/p{number:02d}.md",
+              page("[[nowhere]]\n" if number in kept else f"[[home]] {number}\n"))
     alone = _facts(_serial(repo, monkeypatch))
     calls = _filings(monkeypatch)
     _starting(monkeypatch)
     result = run_checks(repo)
-    pages = [call for call in calls if call and call[0].startswith(PAGES)]
-    assert pages == [[f"{PAGES}/p{number:02d}.md" for number in range(40)]]  # after home.md
-    assert all(result.scan.files[path] is not None for path in pages[0])
+    runs = [call for call in calls if call and call[0].startswith(PAGES)]
+    lean = [f"{PAGES}/p{number:02d}.md" for number in range(40) if number not in kept]
+    # After home.md, where the walk met the worker.
+    assert runs == ([lean] if not kept else [lean[:19], lean[19:]])
+    assert all(result.scan.files[path] is not None for path in lean)
     assert _facts(result) == alone
