@@ -28,6 +28,7 @@ import subprocess
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from itertools import repeat
 from pathlib import Path
 
 from echoes_lint import cli, engine, gitindex
@@ -493,7 +494,9 @@ class _GateReader(engine.FileCache):
             taken = worker.page(entry.name, self._position - 1)
             if taken is not None:
                 self.dropped = True
-                return _walked(taken, relative)
+                document, (size, mtime) = taken
+                document.path = relative  # the walk's string, its `Scan.files` key too
+                return document, _file_facts(size, mtime)
         document, info = engine._load_document(entry.path, relative, kind == "page", limit)
         if not document.markers:
             document.markers = _NO_MARKERS
@@ -526,18 +529,22 @@ class _GateReader(engine.FileCache):
             yield entry
             if worker.pages is not None:
                 break
-        rows = worker.pages or {}
-        documents, files, sizes = scan.pages, scan.files, scan.sizes
-        for entry in rest:
-            taken = rows.pop(entry.name, None)
-            if taken is None:
-                yield entry
-                continue
-            document, info = _walked(taken, f"{_PAGES_PREFIX}{entry.name}")
-            documents.append(document)
-            if sizes and stat.S_ISREG(info.st_mode):
-                files[document.path] = (info.st_size, info.st_mtime)
-            self.dropped = True
+        remaining = list(rest)
+        # Each entry's row, popped in C; each run of entries with rows between two without
+        # (pages that need their text, other entries) is then filed in a few passes in C too.
+        taken = list(map((worker.pages or {}).pop, map(_ENTRY_NAME, remaining), repeat(None)))
+        start = 0
+        while start < len(taken):
+            try:
+                stop = taken.index(None, start)
+            except ValueError:
+                stop = len(taken)
+            if stop > start:
+                self.dropped = True
+                _file_rows(scan, scan.pages, taken[start:stop])
+            if stop < len(taken):
+                yield remaining[stop]
+            start = stop + 1
 
     def finish(self) -> None:
         """At the end of the walk: let the worker end and check that it ended well."""
@@ -551,29 +558,61 @@ _DAILY_DIR, _DAILY_PREFIX = engine._DAILY_DIR, engine._DAILY_PREFIX
 
 
 def _taking_days(scan: engine.Scan, relative_dir: str, entries: list[os.DirEntry[str]],
-                 rows: dict[str, _Taken]) -> Iterator[os.DirEntry[str]]:
+                 days: dict[str, dict[str, _Taken]]) -> Iterable[os.DirEntry[str]]:
     """The walk's entries of a daily folder, less the daily files the worker has rows for
-    (`rows`, by path), filed here as the walk would file them (`engine._walk_file`), in the
-    walk's order. The worker listed daily/ on its own: a row is taken only for an entry the
-    walk itself reads as a daily file (neither a link nor a folder, a regular file, its
-    kind "daily"); any other entry, its row dropped, goes to the walk as ever."""
-    documents, files, sizes = scan.daily, scan.files, scan.sizes
-    for entry in entries:
-        name = entry.name
-        relative = f"{relative_dir}/{name}"
-        taken = rows.pop(relative, None)
-        if taken is not None and name[-3:].casefold() == ".md":  # `classify_vault_path`
+    (`days`, by folder and name), filed here as the walk would file them
+    (`engine._walk_file`), in the walk's order. The worker listed daily/ on its own: a row is
+    taken only for an entry the walk itself reads as a daily file (neither a link nor a
+    folder, a regular file, its kind "daily"); any other entry, its row dropped, goes to the
+    walk as ever."""
+    rows = days.pop(relative_dir, None)
+    if not rows:
+        return entries
+    names = list(map(_ENTRY_NAME, entries))
+    taken = list(map(rows.pop, names, repeat(None)))
+    try:
+        # The common folder, decided in a few passes in C: a row for every entry, each a
+        # regular file (not a link, not a folder) named `*.md`, which the walk reads as daily.
+        joined = "\0".join(names)
+        common = (None not in taken and joined.endswith(".md")
+                  and joined.count(".md\0") == len(names) - 1 and all(map(_REGULAR, entries)))
+    except OSError:
+        common = False
+    if common:
+        _file_rows(scan, scan.daily, taken)
+        return ()
+    return _each_day(scan, entries, taken)
+
+
+def _each_day(scan: engine.Scan, entries: list[os.DirEntry[str]],
+              taken: list[Optional[_Taken]]) -> Iterator[os.DirEntry[str]]:
+    """`_taking_days` entry by entry, in a folder that is not the common one."""
+    for entry, row in zip(entries, taken):
+        if row is not None and entry.name[-3:].casefold() == ".md":  # `classify_vault_path`
             try:  # (not a link, not a folder: as the walk decides it)
                 regular = entry.is_file(follow_symlinks=False)
             except OSError:
                 regular = False
             if regular:
-                document, info = _walked(taken, relative)
-                documents.append(document)  # `engine.file_document`: a row has no problem
-                if sizes and stat.S_ISREG(info.st_mode):
-                    files[relative] = (info.st_size, info.st_mtime)
+                _file_rows(scan, scan.daily, (row,))
                 continue
         yield entry
+
+
+def _file_rows(scan: engine.Scan, documents: list[engine.Document],
+               rows: Sequence[Any]) -> None:
+    """File the worker's rows (none of them None) as the walk would file their files
+    (`engine._walk_file` and `engine.file_document`): each is a regular file read whole,
+    without a problem."""
+    made = list(map(_FIRST, rows))
+    documents.extend(made)
+    if scan.sizes:
+        scan.files.update(zip(map(_DOCUMENT_PATH, made), map(_SECOND, rows)))
+
+
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_DOCUMENT_PATH = operator.attrgetter("path")
+_REGULAR = operator.methodcaller("is_file", follow_symlinks=False)
 
 
 def _needs_text(document: engine.Document, page_links: links.PageLinks) -> bool:
@@ -640,13 +679,15 @@ def _all_pages(entries: list[os.DirEntry[str]]) -> bool:
 _ENTRY_NAME = operator.attrgetter("name")
 
 
-# A lean page as the worker sends it: (file name, size, mtime, mode, open line, close line,
-# close index, type, status, summary); a daily file: (path, size, mtime, mode, text, entry
-# headings).
+# A lean page as the worker sends it: (file name, path, (size, mtime), open line, close line,
+# close index, type, status, summary); a daily file: (folder, file name, path, (size, mtime),
+# text, entry headings). A file's (size, mtime) is its `Scan.files` value as it is; its mode
+# is a regular file's (`engine._read_file` reads no other).
 if TYPE_CHECKING:
-    _Row = tuple[str, int, float, int, int, Optional[int], Optional[int], Optional[str],
+    _Facts = tuple[int, float]
+    _Row = tuple[str, str, _Facts, int, Optional[int], Optional[int], Optional[str],
                  Optional[str], Optional[str]]
-    _Daily = tuple[str, int, float, int, str, int]
+    _Daily = tuple[str, str, str, _Facts, str, int]
 
 
 def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLinks,
@@ -657,7 +698,7 @@ def _lean_row(entry: os.DirEntry[str], relative: str, page_links: links.PageLink
     if info is None or document.text is None or meta is None or _needs_text(document,
                                                                             page_links):
         return None
-    return (entry.name, info.st_size, info.st_mtime, info.st_mode, meta.open_line,
+    return (entry.name, relative, (info.st_size, info.st_mtime), meta.open_line,
             meta.close_line, meta.close_index, meta.type, meta.status, meta.summary)
 
 
@@ -666,45 +707,39 @@ def _daily_row(path: str, relative: str) -> Optional[_Daily]:
     document, info = engine._load_document(path, relative, False)
     if info is None or document.text is None or document.markers:
         return None
+    folder, _, name = relative.rpartition("/")
     # Its entry headings (what `ci`'s status counts) are counted here, beside the walk.
-    return (relative, info.st_size, info.st_mtime, info.st_mode, document.text,
+    return (folder, name, relative, (info.st_size, info.st_mtime), document.text,
             document.entry_headings)
 
 
-def _file_facts(mode: int, size: int, mtime: float) -> os.stat_result:
-    """The facts of a file the walk records (mode, size, mtime), as a worker read them."""
-    return os.stat_result((mode, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
+def _file_facts(size: int, mtime: float) -> os.stat_result:
+    """The facts of a regular file the walk records (size, mtime), as a worker read them."""
+    return os.stat_result((stat.S_IFREG, 0, 0, 0, 0, 0, size, 0, int(mtime), 0, 0.0, mtime, 0.0))
 
 
 def _lean_document(row: _Row) -> engine.Document:
-    """The page of a lean row, its path for the walk to set (`_walked`)."""
-    name, _size, _mtime, _mode, open_line, close_line, close_index, kind, status, summary = row
+    """The page of a lean row."""
+    _name, path, _facts, open_line, close_line, close_index, kind, status, summary = row
     meta = engine.PageMeta(_NO_FIELDS, (), open_line, close_line, kind, status, summary, (),
                            close_index)
-    document = engine.Document(name, None, None, _NO_MARKERS, meta)
+    document = engine.Document(path, None, None, _NO_MARKERS, meta)
     _settle_clean(document)  # (an ASCII name is an ASCII path in pages/)
     return document
 
 
 def _daily_document(row: _Daily) -> engine.Document:
-    """The daily file of a row, its path for the walk to set (`_walked`)."""
-    relative, _size, _mtime, _mode, text, headings = row
+    """The daily file of a row."""
+    _folder, _name, relative, _facts, text, headings = row
     document = engine.Document(relative, text, None, _NO_MARKERS)
     document.entry_headings = headings  # as counted (an attribute: no `__dict__` made)
     return document
 
 
-# A row made into its document and its file's facts (`_file_facts` of its size, mtime and
-# mode: fields 1 to 3 of either kind), until the walk takes it.
+# A row made into its document (with its path: one string for both) and its file's
+# (size, mtime), until the walk takes it.
 if TYPE_CHECKING:
-    _Taken = tuple[engine.Document, os.stat_result]
-
-
-def _walked(taken: _Taken, relative: str) -> _Taken:
-    """What `load` gives of a worker's file as the walk reaches it: its path the walk's own
-    string, the one its `Scan.files` key holds (not a second one per file)."""
-    taken[0].path = relative
-    return taken
+    _Taken = tuple[engine.Document, _Facts]
 
 
 class _PageWorker:
@@ -732,7 +767,7 @@ class _PageWorker:
         self.file = rows  # the frames it wrote
         self.progress = progress  # [next page the walk reads, lowest page the worker wrote]
         self.pages: Optional[dict[str, _Taken]] = None  # once collected
-        self.days: dict[str, _Taken] = {}
+        self.days: dict[str, dict[str, _Taken]] = {}  # by folder, then file name
         self.reaped = False
         # The frames decoded so far (`_drain`), taken by `finish` only if the worker ended well.
         self.offset = 0
@@ -785,9 +820,9 @@ class _PageWorker:
         assert self.pages is not None
         return self.pages.pop(name, None)
 
-    def collected_days(self) -> dict[str, _Taken]:
-        """The worker's rows for daily files, by path, for the walk to take (it collects the
-        worker now if it has not met it in pages/)."""
+    def collected_days(self) -> dict[str, dict[str, _Taken]]:
+        """The worker's rows for daily files, by folder and name, for the walk to take (it
+        collects the worker now if it has not met it in pages/)."""
         if self.pages is None:
             self.progress[0] = _NEVER
             self.finish()
@@ -833,11 +868,14 @@ class _PageWorker:
             # Made into documents and facts here, while the worker still reads, rather than
             # one by one as the walk takes them once it is done, when the second CPU has
             # nothing to do.
+            pages, days = self.decoded["p"], self.decoded["d"]
             for kind, rows in _frames(self, final):
-                make = _lean_document if kind == "p" else _daily_document
-                self.decoded[kind].update((row[0], (make(row), _file_facts(row[3], row[1], row[2])))
-                                         for row in rows)
-        except (ValueError, KeyError, TypeError):
+                if kind == "p":
+                    pages.update({row[0]: (_lean_document(row), row[2]) for row in rows})
+                    continue
+                for row in rows:
+                    days.setdefault(row[0], {})[row[1]] = (_daily_document(row), row[3])
+        except (ValueError, KeyError, TypeError, IndexError):
             self.broken = True
 
     def stop(self) -> None:

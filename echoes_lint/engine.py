@@ -2203,10 +2203,17 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
         cache.walked = scan
     deferring = cache is not None and cache.defer and cache.trusted
     feed, durable, before = scan.ignore_feed, False, 0
+    unfed: List[str] = []  # durable files found and not handed over yet
     while True:
         if durable and feed is not None and len(scan.files) > before:
             # The files the last folder added, the newest keys (none is ever removed).
-            feed.feed(list(itertools.islice(reversed(scan.files), len(scan.files) - before)))
+            unfed += itertools.islice(reversed(scan.files), len(scan.files) - before)
+        # Handed over FEED_BATCH at least at a time, and what is left once no folder is: a
+        # write a folder would cost the walk (and Git, woken for each) more than the overlap
+        # gains where folders are small (a daily folder holds a dozen files).
+        if feed is not None and unfed and (len(unfed) >= FEED_BATCH or not pending):
+            feed.feed(unfed)
+            unfed = []
         elif feed is not None and feed.held:
             feed.send()
         if not pending and deferring and cache is not None:
@@ -2288,6 +2295,7 @@ def _walk_vault(scan: Scan, vault: Path, cache: Optional[FileCache] = None) -> N
 
 
 _INDEX_PATH = f"{VAULT_DIR}/{INDEX_FILE}"
+FEED_BATCH = 256  # durable files handed to `IgnoreFeed` a write, at least (`_walk_vault`)
 # Sorts a listing in C: cheaper at 100,000 entries than sorting names and looking each one up.
 _ENTRY_NAME = operator.attrgetter("name")
 _DAILY_DIR = f"{VAULT_DIR}/daily"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from helpers_check import write
-from test_gates_worker import _facts, _serial, _starting, _vault
+from test_gates_worker import _facts, _serial, _starting, _taken_paths, _vault
 
 from echoes_lint import checker, engine
 from echoes_lint.checker import run_checks
@@ -33,21 +33,15 @@ _DAILY = "EchoesVault/daily"
 def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
     """(the paths `_GateReader.load` was given, the paths of the worker's files the walk took)."""
     loaded: list[str] = []
-    taken: list[str] = []
-    load, walked = checker._GateReader.load, checker._walked
+    load = checker._GateReader.load
 
     def counted_load(self: checker._GateReader, entry: os.DirEntry[str], relative: str, kind: str,
                      limit: int = engine.MAX_TEXT_BYTES) -> Any:
         loaded.append(relative)
         return load(self, entry, relative, kind, limit)
 
-    def counted_walked(made: Any, relative: str) -> Any:
-        taken.append(relative)
-        return walked(made, relative)
-
     monkeypatch.setattr(checker._GateReader, "load", counted_load)
-    monkeypatch.setattr(checker, "_walked", counted_walked)
-    return loaded, taken
+    return loaded, _taken_paths(monkeypatch)
 
 
 def test_the_walk_files_the_worker_s_daily_files_without_loading_each(

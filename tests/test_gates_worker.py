@@ -75,15 +75,28 @@ def _finished(worker: checker._PageWorker) -> None:
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The paths of the pages the walk took from the worker."""
+    yield _taken_paths(monkeypatch)
+
+
+def _taken_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the worker's files the walk will take: the page it met the worker at
+    (`_PageWorker.page`), and those it filed (`_file_rows`)."""
     paths: list[str] = []
-    walked = checker._walked
+    page, file_rows = checker._PageWorker.page, checker._file_rows
 
-    def counted(made: Any, relative: str) -> Any:
-        paths.append(relative)
-        return walked(made, relative)
+    def counted_page(self: checker._PageWorker, name: str, position: int) -> Any:
+        taken = page(self, name, position)
+        if taken is not None:
+            paths.append(taken[0].path)
+        return taken
 
-    monkeypatch.setattr(checker, "_walked", counted)
-    yield paths
+    def counted_rows(scan: engine.Scan, documents: list[engine.Document], rows: Any) -> None:
+        paths.extend(row[0].path for row in rows)
+        file_rows(scan, documents, rows)
+
+    monkeypatch.setattr(checker._PageWorker, "page", counted_page)
+    monkeypatch.setattr(checker, "_file_rows", counted_rows)
+    return paths
 
 
 def _starting(monkeypatch: pytest.MonkeyPatch,
@@ -283,21 +296,22 @@ def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
     progress = memoryview(bytearray(16)).cast("q")
     worker = checker._PageWorker(0, -1, file, progress)
     day = "EchoesVault/daily/2026-01-01/a.md"
-    first = _frame("d", [(day, 5, 1.5, 0o100644, "text\n", 1)])
+    folder = day.rpartition("/")[0]
+    first = _frame("d", [(folder, "a.md", day, (5, 1.5), "text\n", 1)])
     second = _frame("p", [_page_row("b.md"), _page_row("c.md")])
     os.write(file, first + second[:7])  # the worker is writing the second frame
     worker._drain()
-    assert worker.decoded["p"] == {} and list(worker.decoded["d"]) == [day]
-    document, facts = checker._walked(worker.decoded["d"][day], day)
+    assert worker.decoded["p"] == {} and list(worker.decoded["d"]) == [folder]
+    document, facts = worker.decoded["d"][folder]["a.md"]
     assert (document.path, document.text, document.entry_headings) == (day, "text\n", 1)
-    assert (facts.st_size, facts.st_mtime, facts.st_mode) == (5, 1.5, 0o100644)
+    assert facts == (5, 1.5)
     assert not worker.broken and worker.offset == len(first)
     os.write(file, second[7:])
     worker._drain()
     assert list(worker.decoded["p"]) == ["b.md", "c.md"]
-    page_document, page_facts = checker._walked(worker.decoded["p"]["c.md"], f"{PAGES}/c.md")
+    page_document, page_facts = worker.decoded["p"]["c.md"]
     assert page_document.path == f"{PAGES}/c.md" and page_document.meta.summary == "S."
-    assert (page_facts.st_size, page_facts.st_mtime) == (9, 2.5)
+    assert page_facts == (9, 2.5)
     os.write(file, _frame("p", [_page_row("d.md")])[:-1])
     worker._drain()
     assert not worker.broken and "d.md" not in worker.decoded["p"]
@@ -307,7 +321,7 @@ def test_frames_are_decoded_as_they_come_and_a_cut_one_waits() -> None:
 
 
 def _page_row(name: str) -> tuple[Any, ...]:
-    return (name, 9, 2.5, 0o100644, 1, 6, 5, "note", "active", "S.")
+    return (name, f"{PAGES}/{name}", (9, 2.5), 1, 6, 5, "note", "active", "S.")
 
 
 def test_the_walk_files_the_worker_s_pages_without_loading_each(
