@@ -45,7 +45,9 @@ def test_the_vault_paths_of_a_whole_vault_check_are_gits_and_the_disks(
 @given(st.text(st.sampled_from(["a", " ", "~", "\t", "\n", "\x00", "\x1f", "\x7f", "\x80",
                                 "\x9f", "é", "\u2028", "\udcff", "\xa0", "€"]), max_size=8))
 def test_a_text_is_found_printable_as_printable_finds_it(text: str) -> None:
-    assert checker._as_printed(text) == (engine.printable(text) == text)
+    # Its line breaks aside: a page's source lines are split on them before they are printed.
+    flat = text.replace("\n", "")
+    assert checker._as_printed(text) == (engine.printable(flat) == flat)
 
 
 def test_a_finding_with_nothing_to_escape_is_kept_not_copied() -> None:
