@@ -28,7 +28,6 @@ import subprocess
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from itertools import repeat
 from pathlib import Path
 
 from echoes_lint import cli, engine, gitindex
@@ -532,7 +531,7 @@ class _GateReader(engine.FileCache):
         remaining = list(rest)
         # Each entry's row, popped in C; each run of entries with rows between two without
         # (pages that need their text, other entries) is then filed in a few passes in C too.
-        taken = list(map((worker.pages or {}).pop, map(_ENTRY_NAME, remaining), repeat(None)))
+        taken = list(map((worker.pages or {}).pop, map(_ENTRY_NAME, remaining), itertools.repeat(None)))
         start = 0
         while start < len(taken):
             try:
@@ -569,7 +568,7 @@ def _taking_days(scan: engine.Scan, relative_dir: str, entries: list[os.DirEntry
     if not rows:
         return entries
     names = list(map(_ENTRY_NAME, entries))
-    taken = list(map(rows.pop, names, repeat(None)))
+    taken = list(map(rows.pop, names, itertools.repeat(None)))
     try:
         # The common folder, decided in a few passes in C: a row for every entry, each a
         # regular file (not a link, not a folder) named `*.md`, which the walk reads as daily.
