@@ -100,10 +100,15 @@ def _listing(folder: str) -> tuple[Started, Optional[_Index]]:
     if index is not None:
         paths = _start(folder, LS_PATHS)
         index.named = _start(folder, INDEX_FILE)
-        if index.proved():
+        proved = False
+        try:
+            proved = index.proved()
+        finally:
+            if not proved:  # (or interrupted: no git started here outlives the proof)
+                index.close()
+                _end(paths)
+        if proved:
             return paths, index
-        index.close()
-        _end(paths)
     return _start(folder, LS_FILES), None
 
 

@@ -8,6 +8,7 @@ still the one git read (the tests of `test_hook10_proof.py` swap it around git's
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 from helpers_check import PAGES, vault_repo
 from test_hook9_gitlinks import FOUND, add_gitlink
 from test_hook_listing import staged_collision
+
+from echoes_lint import gitindex
 
 # A hook run in-process that records, in order, each git it starts (the listing of the paths,
 # of the modes, or another), each proof of the index bytes, and each git it ends unread.
@@ -93,3 +96,39 @@ def test_an_index_file_no_proof_can_hold_starts_no_listing_of_the_paths(
     assert ("prove", True) not in kinds and ("prove", False) not in kinds, events
     if header:  # (an empty index file is git's empty index)
         assert output.splitlines()[-1] == "2", output
+
+
+def test_an_interrupted_proof_ends_the_git_it_started(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the bytes are proved: the listing of the paths and git naming the index,
+    both started before the proof, are ended (none is left for `discard`: the listing was not
+    yet kept), and the index file is closed."""
+    repo = vault_repo(tmp_path / "repo")
+    started: list[tuple[object, tuple[str, ...]]] = []
+    ended: list[object] = []
+    start, end = gitindex._start, gitindex._end
+
+    def spied_start(folder: str, args: tuple[str, ...]) -> gitindex.Started:
+        process = start(folder, args)
+        started.append((process[0], args))
+        return process
+
+    def spied_end(process: gitindex.Started) -> None:
+        ended.append(process[0])
+        end(process)
+
+    def interrupted(index: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gitindex, "_start", spied_start)
+    monkeypatch.setattr(gitindex, "_end", spied_end)
+    monkeypatch.setattr(gitindex, "_proven", interrupted)
+    opened = os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else None
+    with pytest.raises(KeyboardInterrupt):
+        gitindex.start(str(repo))
+    assert [args for _, args in started] == [gitindex.LS_PATHS, gitindex.INDEX_FILE]
+    assert {id(process) for process, _ in started} == {id(process) for process in ended}
+    assert all(getattr(process, "returncode", None) is not None for process, _ in started)
+    if opened is not None:
+        assert sorted(os.listdir("/proc/self/fd")) == sorted(opened)
+    gitindex.discard()
