@@ -178,7 +178,7 @@ class _Index:
             return None
         try:
             seen = os.fstat(descriptor)  # (before git starts, and before the bytes are proved)
-            if stat.S_ISREG(seen.st_mode) and os.pread(descriptor, 8, 0) in _PROVABLE:
+            if stat.S_ISREG(seen.st_mode) and os.read(descriptor, 8) in _PROVABLE:  # (at 0)
                 return cls(name, path, descriptor, _identity(seen))
         except OSError:
             pass

@@ -132,3 +132,14 @@ def test_an_interrupted_proof_ends_the_git_it_started(tmp_path: Path,
     if opened is not None:
         assert sorted(os.listdir("/proc/self/fd")) == sorted(opened)
     gitindex.discard()
+
+
+def test_the_index_header_is_read_without_pread(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows has no `os.pread`: the header is read where the file was just opened."""
+    repo = vault_repo(tmp_path / "repo")
+    monkeypatch.delattr(os, "pread")
+    index = gitindex._Index.opened(str(repo))
+    assert index is not None
+    assert index.proved()
+    index.close()
