@@ -159,8 +159,7 @@ _toplevels: dict[str, subprocess.Popen[bytes]] = {}
 _SCOPE = ("--", "EchoesVault", ".echoes-vault", ".opencode", ".codex", ".claude", "AGENTS.md",
           "CLAUDE.md")
 _LISTINGS = (("ls-files", "-z", "--cached", *_SCOPE),
-             ("ls-files", "-z", "--others", "--exclude-standard", *_SCOPE),
-             ("ls-files", "-z", "--others", "--ignored", "--exclude-standard", *_SCOPE))
+             ("ls-files", "-z", "--others", "--exclude-standard", *_SCOPE))
 _listings: dict[str, list[subprocess.Popen[bytes]]] = {}
 
 

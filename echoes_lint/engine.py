@@ -1606,11 +1606,9 @@ if TYPE_CHECKING:
 
 
 def git_listings(tracked_scope: Sequence[str] = _GIT_SCOPE) -> Tuple[List[str], ...]:
-    """The arguments of `collect_git_facts`'s three `git ls-files` calls."""
-    scope = ["--", *_GIT_SCOPE]
+    """The arguments of `collect_git_facts`'s two `git ls-files` calls."""
     return (["ls-files", "-z", "--cached", "--", *tracked_scope],
-            ["ls-files", "-z", "--others", "--exclude-standard", *scope],
-            ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", *scope])
+            ["ls-files", "-z", "--others", "--exclude-standard", "--", *_GIT_SCOPE])
 
 
 def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE,
@@ -1618,17 +1616,19 @@ def collect_git_facts(workspace: Path, tracked_scope: Sequence[str] = _GIT_SCOPE
     """Git's lists; `tracked_scope` narrows the tracked one (health asks it only about the
     local-only files, where a gate needs every tracked path). `started`: the `git_listings`
     of `tracked_scope` already started in `workspace` (a gate starts them before it loads
-    the engine); they are collected here."""
+    the engine); they are collected here. Which files are ignored is `git check-ignore`'s
+    answer about the durable files the scan found, as for the reference (`_scan_workspace`):
+    no other ignored file is asked about, and a listing of them would walk the vault again."""
     calls = git_listings(tracked_scope)
-    # The three run at once: each is mostly Git's start and its own look at the tree.
+    # The two run at once: each is mostly Git's start and its own look at the tree.
     if started is None:
         started = [git_start(workspace, args) for args in calls]
-    (tracked, error), (untracked, untracked_error), (ignored, ignored_error) = (
+    (tracked, error), (untracked, untracked_error) = (
         git_finish(process, args) for process, args in zip(started, calls))
     if tracked is None:
         return GitFacts(error=error)
     return GitFacts(True, tuple(split_nul(tracked)), tuple(split_nul(untracked)),
-                    tuple(split_nul(ignored)), untracked_error or ignored_error)
+                    error=untracked_error)
 
 
 _CHECK_IGNORE = ("git", "check-ignore", "--no-index", "--stdin", "-z")
@@ -2051,13 +2051,13 @@ def _scan_workspace(workspace: Path, git: bool, cache: Optional[FileCache] = Non
         scan.git = git_facts[0]
         scan.ignore_feed = None
         if scan.git.available and feed is not None:  # the started check-ignore is collected
-            # Git's lists name untracked ignored files only; a tracked file can be ignored too.
+            # The durable files an ignore rule matches, tracked or not: Git's `ignored`.
             matched, error = git_ignored(ignoring[0], *feed.rest(durable))
         if scan.git.available and durable:
             # A failed check-ignore leaves the gates unable to look: they stop on `error`.
             facts = scan.git
             scan.git = GitFacts(facts.available, facts.tracked, facts.untracked,
-                                tuple(sorted({*facts.ignored, *matched})), facts.error or error)
+                                tuple(sorted(set(matched))), facts.error or error)
     return scan
 
 

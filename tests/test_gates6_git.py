@@ -121,7 +121,7 @@ def test_a_gate_starts_its_first_git_processes_beside_its_imports_and_forks_alon
     monkeypatch.setattr(checker._PageWorker, "start", classmethod(forking))
     monkeypatch.setattr(checker.mergedriver, "prefetch", prefetching)
     assert cli.main(["check"]) == 0
-    assert starters == [False] * 4  # rev-parse and the three listings, none by this thread
+    assert starters == [False] * 3  # rev-parse and the two listings, none by this thread
     assert forks == [(1, None)]
     # The merge-driver rule's git commands too, once the worker is forked; taken by the rule.
     assert prefetched == [(False, 1)] and checker.mergedriver._prefetched == {}

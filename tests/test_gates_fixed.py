@@ -8,7 +8,7 @@
   as a fresh one does; it is collected on every path (nothing to ask, no repository), and one
   that cannot start stops the gate; when the walk fails, Git's thread and its check-ignore
   are collected before the error goes on (an in-process caller lives on).
-- A whole-vault gate starts Git's three listings with its rev-parse, before the engine loads,
+- A whole-vault gate starts Git's two listings with its rev-parse, before the engine loads,
   and its scan takes them (the same report as listings started by the scan); a check of
   named or staged files starts none, and listings no scan takes are ended.
 """
@@ -174,7 +174,7 @@ def test_git_lists_start_together_and_each_is_collected(
     monkeypatch.setattr(engine, "git_start", starting)
     monkeypatch.setattr(engine, "git_finish", finishing)
     facts = engine.collect_git_facts(folder)
-    assert [kind for kind, _ in events] == ["start"] * 3 + ["finish"] * 3
+    assert [kind for kind, _ in events] == ["start"] * 2 + ["finish"] * 2
     assert all(process is not None and process.returncode is not None for _, process in events)
     assert facts.available is repository and (facts.error is None) is repository
     if repository:
@@ -281,15 +281,15 @@ def test_a_whole_vault_gate_takes_the_listings_started_before_it_loaded(
     listings = _Listings(monkeypatch)
     status = cli.main(command)
     early = capsys.readouterr().out
-    assert len(listings.started) == 4 and listings.collected()  # rev-parse and the listings
+    assert len(listings.started) == 3 and listings.collected()  # rev-parse and the listings
     assert [[process for process, _cause in listings.given[0]]] == [listings.started[1:]]
     # As the Action runs it: started in the folder --workspace names, and taken there.
     assert cli.main([*command, f"--workspace={repo}"]) == status
-    assert len(listings.started) == 8 and listings.collected()
-    assert [process for process, _cause in listings.given[1]] == listings.started[5:]
+    assert len(listings.started) == 6 and listings.collected()
+    assert [process for process, _cause in listings.given[1]] == listings.started[4:]
     assert capsys.readouterr().out == early  # the same report
     assert cli.main([*command, "--workspace", str(repo), f"--workspace={repo}"]) == status
-    assert len(listings.started) == 8 and listings.given[2] is None  # which one: not guessed
+    assert len(listings.started) == 6 and listings.given[2] is None  # which one: not guessed
     assert capsys.readouterr().out == early
     assert "EV022" in early and "EV050" in early
 
@@ -316,8 +316,8 @@ def test_listings_no_scan_takes_are_ended(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(repo)
     listings = _Listings(monkeypatch)
     assert cli.main(["check"]) == 0
-    assert len(listings.started) == 4 and listings.collected()
+    assert len(listings.started) == 3 and listings.collected()
     assert listings.given == [None]  # the scan of docs/ asked git itself
     assert cli.main(["check", "--bogus"]) == 2  # a usage error: ended too
-    assert len(listings.started) == 8 and listings.collected()
+    assert len(listings.started) == 6 and listings.collected()
     capsys.readouterr()
