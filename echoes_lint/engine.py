@@ -1585,9 +1585,10 @@ def is_durable_path(path: str) -> bool:
 
 
 class GitFacts(_Record):
-    """What Git knows about the workspace, from a handful of batched `-z` calls. `error` is Git's
-    own message when a call failed (the gates refuse to pass then; `status` only reports
-    `available`)."""
+    """What Git knows about the workspace, from a handful of batched `-z` calls. `ignored` is
+    `git check-ignore`'s answer about the durable files at hand (no listing gives it: the
+    scan or the check asks). `error` is Git's own message when a call failed (the gates refuse
+    to pass then; `status` only reports `available`)."""
 
     _FIELDS = ("available", "tracked", "untracked", "ignored", "error")
 

@@ -39,8 +39,9 @@ def ignoring_repo(path: Path) -> Path:
     ignore.write_text(ignore.read_text(encoding="utf-8") + rules, encoding="utf-8")
     write(repo, "EchoesVault/pages/secret.md", page_text("Secret."))
     write(repo, "EchoesVault/pages/new.md", page_text("New."))
-    for relative in IGNORED[:1] + IGNORED[1:2] + IGNORED[3:]:
-        write(repo, relative, "x\n")
+    for relative in IGNORED:
+        if not relative.endswith(".md"):  # (the page above)
+            write(repo, relative, "x\n")
     git(repo, "add", "-f", "--", IGNORED[4])
     write(repo, "EchoesVault/assets/untracked.png", "y\n")
     return repo
